@@ -1,0 +1,68 @@
+"""Acme Pay: the application factory reads as a table of contents of the service."""
+
+from flask import Flask
+
+from app.config import PROJECT_ROOT, check_production_settings, instance_path, load_settings
+
+
+def create_app(config: dict | None = None) -> Flask:
+    app = Flask(
+        __name__,
+        template_folder=str(PROJECT_ROOT / "templates"),
+        static_folder=str(PROJECT_ROOT / "static"),
+        instance_path=str(instance_path()),
+    )
+    app.config.update(load_settings())
+    app.config.update(config or {})
+    check_production_settings(app.config)
+    app.json.sort_keys = False
+
+    register_logging(app)
+    register_extensions(app)
+    register_blueprints(app)
+    register_errorhandlers(app)
+    register_commands(app)
+    return app
+
+
+def register_logging(app: Flask) -> None:
+    from app.logs import configure_logging, register_request_log
+
+    configure_logging(app.config["LOG_LEVEL"])
+    register_request_log(app)
+
+
+def register_extensions(app: Flask) -> None:
+    from app import models  # noqa: F401 (every table known to SQLAlchemy and Alembic)
+    from app.extensions import csrf, db, login_manager, migrate
+
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        instance_path().mkdir(parents=True, exist_ok=True)
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
+    login_manager.init_app(app)
+    csrf.init_app(app)
+
+
+def register_blueprints(app: Flask) -> None:
+    from app.api import register_api
+    from app.dashboard import register_dashboard
+    from app.security_headers import register_security_headers
+    from app.templating import register_templating
+
+    register_api(app)
+    register_dashboard(app)
+    register_templating(app)
+    register_security_headers(app)
+
+
+def register_errorhandlers(app: Flask) -> None:
+    from app.errors import register_error_handlers
+
+    register_error_handlers(app)
+
+
+def register_commands(app: Flask) -> None:
+    from app.cli import register_cli
+
+    register_cli(app)

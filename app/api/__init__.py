@@ -1,0 +1,19 @@
+"""The merchant JSON API (/v1): one flask-smorest blueprint per resource."""
+
+from flask import Flask
+
+from app.api import api_keys, auth, docs, health
+from app.api.security import SECURITY_SCHEMES
+from app.extensions import api, csrf
+
+RESOURCE_BLUEPRINTS = (health.blp, auth.blp, api_keys.blp)
+
+
+def register_api(app: Flask) -> None:
+    api.init_app(app)
+    for name, scheme in SECURITY_SCHEMES.items():
+        api.spec.components.security_scheme(name, scheme)
+    for blueprint in RESOURCE_BLUEPRINTS:
+        csrf.exempt(blueprint)  # API routes authenticate by header, not by cookie
+        api.register_blueprint(blueprint)
+    app.register_blueprint(docs.bp)

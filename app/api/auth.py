@@ -1,0 +1,43 @@
+"""Dashboard login and logout over the API: a JWT for `/v1/api-keys*` and `/v1/withdrawals*`."""
+
+from flask import g
+from flask.views import MethodView
+
+from app.api.schemas.auth import LoginSchema, TokenSchema
+from app.api.security import JWT_SECURITY, require_jwt
+from app.extensions import Blueprint, db
+from app.models.base import utcnow
+from app.services import auth
+
+blp = Blueprint("auth", __name__, url_prefix="/v1/auth", description="Dashboard sessions (JWT)")
+
+
+@blp.route("/login")
+class Login(MethodView):
+    @blp.arguments(LoginSchema)
+    @blp.response(200, TokenSchema)
+    def post(self, data):
+        """Exchange e-mail and password for a dashboard JWT scoped to one account."""
+        issued = auth.login(data["email"], data["password"], data["accountId"])
+        db.session.commit()  # keeps a password hash upgraded at login
+        membership = issued.membership
+        return {
+            "token": issued.token,
+            "expiresAt": issued.expires_at,
+            "expiresIn": int((issued.expires_at - utcnow()).total_seconds()),
+            "role": str(membership.role),
+            "account": membership.account,
+            "user": membership.user,
+        }
+
+
+@blp.route("/logout")
+class Logout(MethodView):
+    decorators = [require_jwt]
+
+    @blp.doc(security=JWT_SECURITY)
+    @blp.response(204)
+    def post(self):
+        """End this token now; later calls with it get 401."""
+        auth.revoke_token(g.token_claims)
+        db.session.commit()

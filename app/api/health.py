@@ -1,0 +1,49 @@
+"""Liveness and readiness probes for load balancers and process managers."""
+
+import sqlalchemy as sa
+from flask.views import MethodView
+from redis.exceptions import RedisError
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.extensions import Blueprint, db, get_redis
+
+blp = Blueprint("health", __name__, description="Health checks (no authentication)")
+
+
+@blp.route("/healthz")
+class Liveness(MethodView):
+    @blp.response(200)
+    def get(self):
+        """The process is up and serving requests."""
+        return {"status": "ok"}
+
+
+@blp.route("/readyz")
+class Readiness(MethodView):
+    @blp.response(200)
+    @blp.alt_response(503, description="A dependency is unreachable.")
+    def get(self):
+        """The database and Redis answer; 503 names the one that does not."""
+        checks = {"database": _database_ok(), "redis": _redis_ok()}
+        ready = all(checks.values())
+        body = {
+            "status": "ready" if ready else "unavailable",
+            "checks": {name: "ok" if ok else "unreachable" for name, ok in checks.items()},
+        }
+        return body, 200 if ready else 503
+
+
+def _database_ok() -> bool:
+    try:
+        db.session.execute(sa.text("SELECT 1"))
+        return True
+    except SQLAlchemyError:
+        db.session.rollback()
+        return False
+
+
+def _redis_ok() -> bool:
+    try:
+        return bool(get_redis().ping())
+    except RedisError:
+        return False

@@ -1,0 +1,1 @@
+"""marshmallow schemas of the API, named for their use (…CreateSchema, …Schema, …QuerySchema)."""

@@ -1,0 +1,67 @@
+"""Authentication for API routes: `apikey` for merchant servers, Bearer JWT for dashboard users.
+
+Each decorator puts the caller's account on `flask.g` (`account_id`, plus `api_key` or
+`membership`) so views and services scope every query to it. The OpenAPI security schemes
+are declared here too, so the document says which routes need which credential.
+"""
+
+from functools import wraps
+
+from flask import g, request
+
+from app.errors import Unauthorized
+from app.extensions import db
+from app.models import ApiKey, Membership
+from app.services import api_keys, auth
+
+API_KEY_HEADER = "apikey"
+SECURITY_SCHEMES = {
+    "apikey": {"type": "apiKey", "in": "header", "name": API_KEY_HEADER},
+    "jwt": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+}
+API_KEY_SECURITY = [{"apikey": []}]
+JWT_SECURITY = [{"jwt": []}]
+
+
+def require_api_key(view):
+    """Let the request through only with an active API key, sent exactly."""
+
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        key = api_keys.authenticate(request.headers.get(API_KEY_HEADER))
+        db.session.commit()  # keeps last_used_at; nothing else is pending yet
+        g.api_key = key
+        g.api_key_fingerprint = key.fingerprint
+        g.account_id = key.account_id
+        return view(*args, **kwargs)
+
+    return wrapper
+
+
+def require_jwt(view):
+    """Let the request through only with a valid, unrevoked dashboard JWT."""
+
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise Unauthorized("Missing or invalid bearer token.")
+        identity = auth.authenticate_token(token)
+        g.membership = identity.membership
+        g.token_claims = identity.claims
+        g.account_id = identity.membership.account_id
+        return view(*args, **kwargs)
+
+    return wrapper
+
+
+def current_account_id() -> str:
+    return g.account_id
+
+
+def current_membership() -> Membership:
+    return g.membership
+
+
+def current_api_key() -> ApiKey | None:
+    return g.get("api_key")

@@ -1,0 +1,88 @@
+"""Settings from environment variables (twelve-factor), with defaults for a local machine.
+
+Every variable read here is listed, with its default, in the README's configuration table.
+A `.env` file in the working directory is loaded first; real environment variables win.
+"""
+
+import os
+from pathlib import Path
+
+from dotenv import load_dotenv
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEVELOPMENT_SECRET = "dev-only-insecure-secret-change-me"  # noqa: S105 (refused outside dev)
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return default if raw in (None, "") else int(raw)
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw in (None, ""):
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def instance_path() -> Path:
+    """Where local state (the SQLite database, local files) lives unless configured otherwise."""
+    return Path(os.environ.get("INSTANCE_PATH", PROJECT_ROOT / "instance")).resolve()
+
+
+def default_database_url() -> str:
+    return f"sqlite:///{instance_path() / 'acme.db'}"
+
+
+def load_settings() -> dict:
+    """Read the environment into a Flask config mapping."""
+    load_dotenv(override=False)
+    app_env = os.environ.get("APP_ENV", "development")
+    secret_key = os.environ.get("SECRET_KEY", DEVELOPMENT_SECRET)
+    database_url = os.environ.get("DATABASE_URL") or default_database_url()
+    return {
+        "APP_ENV": app_env,
+        "SECRET_KEY": secret_key,
+        "JWT_SECRET": os.environ.get("JWT_SECRET", secret_key),
+        "JWT_LIFETIME_SECONDS": _env_int("JWT_LIFETIME_SECONDS", 3600),
+        "SQLALCHEMY_DATABASE_URI": database_url,
+        "SQLALCHEMY_ENGINE_OPTIONS": engine_options(database_url),
+        "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:5000").rstrip("/"),
+        "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO"),
+        "IDEMPOTENCY_KEY_TTL_HOURS": _env_int("IDEMPOTENCY_KEY_TTL_HOURS", 24),
+        "IDEMPOTENCY_LOCK_TIMEOUT_SECONDS": _env_int("IDEMPOTENCY_LOCK_TIMEOUT_SECONDS", 60),
+        "API_KEY_LAST_USED_RESOLUTION_SECONDS": _env_int(
+            "API_KEY_LAST_USED_RESOLUTION_SECONDS", 60
+        ),
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "SESSION_COOKIE_SECURE": _env_bool(
+            "SESSION_COOKIE_SECURE", app_env not in {"development", "testing"}
+        ),
+        "WTF_CSRF_TIME_LIMIT": None,
+        "MAX_CONTENT_LENGTH": _env_int("MAX_CONTENT_LENGTH", 1024 * 1024),
+        "API_TITLE": "Acme Pay API",
+        "API_VERSION": "v1",
+        "OPENAPI_VERSION": "3.0.3",
+        "OPENAPI_URL_PREFIX": "/v1",
+        "OPENAPI_JSON_PATH": "openapi.json",
+        "OPENAPI_SWAGGER_UI_PATH": "docs",
+        "OPENAPI_SWAGGER_UI_URL": "/v1/docs/assets/",
+    }
+
+
+def engine_options(database_url: str) -> dict:
+    """Connection settings per backend: pre-ping everywhere, a busy timeout for SQLite."""
+    if database_url.startswith("sqlite"):
+        return {"connect_args": {"timeout": 30, "check_same_thread": False}}
+    return {"pool_pre_ping": True, "pool_recycle": 1800}
+
+
+def check_production_settings(config: dict) -> None:
+    """Refuse to start outside development with the well-known development secret."""
+    if config["APP_ENV"] == "production" and DEVELOPMENT_SECRET in (
+        config["SECRET_KEY"],
+        config["JWT_SECRET"],
+    ):
+        raise RuntimeError("SECRET_KEY and JWT_SECRET must be set when APP_ENV=production")

@@ -1,0 +1,13 @@
+"""Periodic jobs, declared as data for `rq cron app.cron` (RQ's cron scheduler).
+
+The scheduler only enqueues; the jobs run in the RQ workers (`python worker.py`).
+"""
+
+from rq import cron
+
+from app.jobs import maintenance
+
+PERIODIC_QUEUE = "periodic"
+
+cron.register(maintenance.prune_idempotency_keys, PERIODIC_QUEUE, interval=3600)
+cron.register(maintenance.prune_revoked_tokens, PERIODIC_QUEUE, interval=3600)

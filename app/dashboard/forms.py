@@ -1,0 +1,27 @@
+"""Dashboard forms (Flask-WTF: every form carries a CSRF token)."""
+
+from flask_wtf import FlaskForm
+from wtforms import BooleanField, EmailField, HiddenField, PasswordField, StringField
+from wtforms.validators import DataRequired, Length, Optional
+
+
+class LoginForm(FlaskForm):
+    email = EmailField("E-mail", validators=[DataRequired(), Length(max=254)])
+    password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
+
+
+class AccountSwitchForm(FlaskForm):
+    account_id = HiddenField(validators=[DataRequired()])
+
+
+class ApiKeyIssueForm(FlaskForm):
+    label = StringField("Label", validators=[Optional(), Length(max=64)])
+    test = BooleanField("Test mode (sandbox) key", default=True)
+
+
+class ApiKeyRotateForm(FlaskForm):
+    label = StringField("New label (optional)", validators=[Optional(), Length(max=64)])
+
+
+class ConfirmForm(FlaskForm):
+    """A button that changes something: only the CSRF token travels."""

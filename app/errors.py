@@ -1,0 +1,206 @@
+"""One error envelope for everything the API can answer, and the request id that ties logs to it.
+
+Services raise `ApiError` subclasses and never know about HTTP; the handlers registered here
+turn those, routing errors, validation errors and crashes into the contract's envelope:
+`{"error": {type, code, message, param?, details?}, "request_id"}`.
+"""
+
+import logging
+import re
+import uuid
+from http import HTTPStatus
+
+import marshmallow as ma
+from flask import Flask, g, jsonify, make_response, render_template, request
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "X-Request-Id"
+_CLIENT_REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
+JSON_PATH_PREFIXES = ("/v1/", "/healthz", "/readyz")
+
+
+class ApiError(Exception):
+    """Base of every error a service may raise; subclasses fix the HTTP status and type."""
+
+    status = 500
+    type = "api_error"
+    code = "internal_error"
+    message = "An unexpected error occurred."
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        details: list[dict] | None = None,
+        headers: dict | None = None,
+    ):
+        super().__init__(message or self.message)
+        self.message = message or self.message
+        self.code = code or self.code
+        self.param = param
+        self.details = details
+        self.headers = headers or {}
+
+
+class InvalidRequest(ApiError):
+    status, type, code, message = (
+        400,
+        "invalid_request_error",
+        "invalid_request",
+        "Invalid request.",
+    )
+
+
+class Unauthorized(ApiError):
+    status, type, code = 401, "authentication_error", "unauthorized"
+    message = "Missing or invalid credentials."
+
+
+class PermissionDenied(ApiError):
+    status, type, code = 403, "permission_error", "forbidden"
+    message = "You are not allowed to do this."
+
+
+class NotFound(ApiError):
+    status, type, code, message = 404, "not_found_error", "not_found", "Resource not found."
+
+
+class Conflict(ApiError):
+    status, type, code, message = 409, "conflict_error", "conflict", "Conflict."
+
+
+class Unprocessable(ApiError):
+    status, type, code = 422, "invalid_request_error", "unprocessable_entity"
+    message = "The request cannot be processed."
+
+
+class ServiceUnavailable(ApiError):
+    status, type, code = 503, "api_error", "service_unavailable"
+    message = "A service this request depends on is unavailable; retry later."
+
+
+# Routing and protocol errors raised by Werkzeug, mapped onto the contract's vocabulary.
+_HTTP_STATUS_MAP = {
+    400: (InvalidRequest, "invalid_request"),
+    401: (Unauthorized, "unauthorized"),
+    403: (PermissionDenied, "forbidden"),
+    404: (NotFound, "not_found"),
+    405: (InvalidRequest, "method_not_allowed"),
+    409: (Conflict, "conflict"),
+    413: (InvalidRequest, "payload_too_large"),
+    415: (InvalidRequest, "unsupported_media_type"),
+}
+
+
+def api_error_from_http(exc: HTTPException) -> ApiError:
+    """Translate a Werkzeug HTTP exception (404, 405, 413, …) into an ApiError."""
+    error_class, code = _HTTP_STATUS_MAP.get(exc.code or 500, (ApiError, "internal_error"))
+    error = error_class(_plain_message(exc), code=code)
+    error.status = exc.code or 500
+    if exc.code == 405 and exc.valid_methods:
+        error.headers = {"Allow": ", ".join(exc.valid_methods)}
+    return error
+
+
+def _plain_message(exc: HTTPException) -> str:
+    if exc.code == 404:
+        return "No such route or resource."
+    if exc.code == 405:
+        return f"Method {request.method} is not allowed on this route."
+    return exc.description or HTTPStatus(exc.code or 500).phrase + "."
+
+
+def error_envelope(error: ApiError) -> dict:
+    body: dict = {"type": error.type, "code": error.code, "message": error.message}
+    if error.param:
+        body["param"] = error.param
+    if error.details:
+        body["details"] = error.details
+    return {"error": body, "request_id": current_request_id()}
+
+
+def current_request_id() -> str:
+    return g.get("request_id") or _assign_request_id()
+
+
+def _assign_request_id() -> str:
+    sent = request.headers.get(REQUEST_ID_HEADER, "")
+    g.request_id = sent if _CLIENT_REQUEST_ID.match(sent) else f"req_{uuid.uuid4().hex}"
+    return g.request_id
+
+
+def wants_json(path: str) -> bool:
+    """The API and health checks answer JSON; dashboard and public pages answer HTML."""
+    return path.startswith(JSON_PATH_PREFIXES) or path == "/v1"
+
+
+def render_error(error: ApiError):
+    """Answer an error in the caller's language: the JSON envelope, or an HTML page."""
+    if wants_json(request.path):
+        response = jsonify(error_envelope(error))
+    else:
+        response = make_response(render_template("errors/error.html", error=error))
+    response.status_code = error.status
+    response.headers.update(error.headers)
+    return response
+
+
+def handle_http_exception(exc: HTTPException):
+    return render_error(api_error_from_http(exc))
+
+
+def handle_unexpected(exc: Exception):
+    if isinstance(exc, HTTPException):
+        return handle_http_exception(exc)
+    log.exception("unhandled error", extra={"request_id": current_request_id()})
+    return render_error(ApiError())
+
+
+class ErrorDetailSchema(ma.Schema):
+    param = ma.fields.String()
+    message = ma.fields.String()
+
+
+class ErrorBodySchema(ma.Schema):
+    type = ma.fields.String(
+        required=True,
+        metadata={
+            "enum": [
+                "invalid_request_error",
+                "authentication_error",
+                "permission_error",
+                "not_found_error",
+                "conflict_error",
+                "rate_limit_error",
+                "api_error",
+            ]
+        },
+    )
+    code = ma.fields.String(required=True)
+    message = ma.fields.String(required=True)
+    param = ma.fields.String()
+    details = ma.fields.List(ma.fields.Nested(ErrorDetailSchema))
+
+
+class ErrorSchema(ma.Schema):
+    error = ma.fields.Nested(ErrorBodySchema, required=True)
+    request_id = ma.fields.String(required=True)
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.before_request
+    def assign_request_id() -> None:
+        _assign_request_id()
+
+    app.register_error_handler(ApiError, render_error)
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(Exception, handle_unexpected)
+
+    @app.after_request
+    def add_request_id(response):
+        response.headers[REQUEST_ID_HEADER] = current_request_id()
+        return response

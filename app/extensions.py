@@ -1,0 +1,116 @@
+"""Extension objects shared by the whole app, bound to it in `create_app`."""
+
+import sqlite3
+
+from flask import current_app
+from flask_login import LoginManager
+from flask_migrate import Migrate
+from flask_smorest import Api
+from flask_smorest import Blueprint as SmorestBlueprint
+from flask_sqlalchemy import SQLAlchemy
+from flask_wtf import CSRFProtect
+from redis import Redis
+from rq import Queue
+from sqlalchemy import MetaData, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase
+from webargs.flaskparser import FlaskParser
+
+from app import errors
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class ApiArgumentsParser(FlaskParser):
+    """Validation failures become 400 `invalid_request` with one `details` entry per field."""
+
+    DEFAULT_VALIDATION_STATUS = 400
+
+    def handle_error(self, error, req, schema, *, error_status_code, error_headers):
+        details = [
+            {"param": param, "message": message}
+            for param, message in _flatten_messages(error.normalized_messages())
+        ]
+        params = {d["param"] for d in details}
+        raise errors.InvalidRequest(
+            "The request has invalid fields: " + ", ".join(sorted(params)) + ".",
+            param=details[0]["param"] if len(params) == 1 else None,
+            details=details,
+        )
+
+    def _handle_invalid_json_error(self, error, req, *args, **kwargs):
+        raise errors.InvalidRequest("The request body is not valid JSON.")
+
+
+def _flatten_messages(messages, prefix=""):
+    """Yield (dotted.param, message) from marshmallow's nested message dicts."""
+    for key, value in messages.items():
+        location_level = prefix == "" and key in {"json", "query", "headers", "form", "view_args"}
+        path = prefix if location_level else (f"{prefix}.{key}" if prefix else str(key))
+        if isinstance(value, dict):
+            yield from _flatten_messages(value, path if not location_level else "")
+        else:
+            for message in value if isinstance(value, list) else [value]:
+                if isinstance(message, dict):
+                    yield from _flatten_messages(message, path)
+                else:
+                    yield path or "body", str(message)
+
+
+class Blueprint(SmorestBlueprint):
+    """flask-smorest Blueprint whose argument errors speak the contract's envelope."""
+
+    ARGUMENTS_PARSER = ApiArgumentsParser()
+
+
+class AcmeApi(Api):
+    """smorest's Api, but HTTP errors go through our envelope (JSON on /v1, HTML elsewhere)."""
+
+    ERROR_SCHEMA = errors.ErrorSchema
+
+    def handle_http_exception(self, error):
+        return errors.handle_http_exception(error)
+
+
+db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
+migrate = Migrate()
+login_manager = LoginManager()
+csrf = CSRFProtect()
+api = AcmeApi()
+
+QUEUE_NAMES = ("default", "periodic")
+
+
+@event.listens_for(Engine, "connect")
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    """SQLite: WAL so the web and the worker can read while one writes; enforce foreign keys."""
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+
+def get_redis() -> Redis:
+    """The app's Redis connection (one client per process; redis-py pools connections)."""
+    client = current_app.extensions.get("acme_redis")
+    if client is None:
+        client = Redis.from_url(
+            current_app.config["REDIS_URL"], socket_connect_timeout=2, socket_timeout=5
+        )
+        current_app.extensions["acme_redis"] = client
+    return client
+
+
+def get_queue(name: str = "default") -> Queue:
+    return Queue(name, connection=get_redis())

@@ -1,0 +1,124 @@
+"""Accounts (merchants), users and memberships, and checking who someone is by password.
+
+Passwords are hashed with Argon2id (argon2-cffi defaults, RFC 9106 low-memory profile);
+hashes made with older parameters are upgraded at the next successful login.
+"""
+
+import sqlalchemy as sa
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from email_validator import EmailNotValidError, validate_email
+
+from app.errors import InvalidRequest, Unauthorized
+from app.extensions import db
+from app.models import Account, Membership, Role, User
+
+MIN_PASSWORD_LENGTH = 10
+_hasher = PasswordHasher()
+# Verified against when the e-mail is unknown, so both failures take the same time.
+_DUMMY_HASH = _hasher.hash("not-a-real-password")
+
+
+def normalise_email(email: str) -> str:
+    try:
+        return validate_email(email.strip(), check_deliverability=False).normalized.lower()
+    except EmailNotValidError as exc:
+        raise InvalidRequest(str(exc), param="email") from exc
+
+
+def hash_password(password: str) -> str:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise InvalidRequest(
+            f"Passwords need at least {MIN_PASSWORD_LENGTH} characters.", param="password"
+        )
+    return _hasher.hash(password)
+
+
+def create_account(name: str) -> Account:
+    name = name.strip()
+    if not name:
+        raise InvalidRequest("An account needs a name.", param="name")
+    account = Account(name=name)
+    db.session.add(account)
+    db.session.flush()
+    return account
+
+
+def find_user_by_email(email: str) -> User | None:
+    return db.session.scalar(sa.select(User).where(User.email == normalise_email(email)))
+
+
+def add_user(email: str, password: str, *, name: str | None = None, is_staff: bool = False) -> User:
+    """Create a user; an e-mail already in use is refused."""
+    email = normalise_email(email)
+    if db.session.scalar(sa.select(User.id).where(User.email == email)):
+        raise InvalidRequest("A user with this e-mail already exists.", param="email")
+    user = User(email=email, password_hash=hash_password(password), name=name, is_staff=is_staff)
+    db.session.add(user)
+    db.session.flush()
+    return user
+
+
+def set_password(user: User, password: str) -> None:
+    user.password_hash = hash_password(password)
+
+
+def add_membership(account: Account, user: User, role: Role) -> Membership:
+    """Give a user a role in an account (updating the role if they already belong)."""
+    membership = db.session.scalar(
+        sa.select(Membership).where(
+            Membership.account_id == account.id, Membership.user_id == user.id
+        )
+    )
+    if membership is None:
+        membership = Membership(account=account, user=user, role=role)
+        db.session.add(membership)
+    membership.role = role
+    membership.active = True
+    db.session.flush()
+    return membership
+
+
+def active_memberships(user: User) -> list[Membership]:
+    """The accounts a user may act in: active membership in an active account."""
+    return list(
+        db.session.scalars(
+            sa.select(Membership)
+            .join(Account)
+            .where(Membership.user_id == user.id, Membership.active, Account.active)
+            .order_by(Account.name, Account.id)
+        )
+    )
+
+
+def active_membership(user_id: str, account_id: str) -> Membership | None:
+    return db.session.scalar(
+        sa.select(Membership)
+        .join(Account)
+        .join(User)
+        .where(
+            Membership.user_id == user_id,
+            Membership.account_id == account_id,
+            Membership.active,
+            Account.active,
+            User.active,
+        )
+    )
+
+
+def authenticate(email: str, password: str) -> User:
+    """The active user with this e-mail and password, or Unauthorized (one message for all)."""
+    failure = Unauthorized("Invalid e-mail or password.")
+    try:
+        user = find_user_by_email(email)
+    except InvalidRequest:
+        user = None
+    try:
+        _hasher.verify(user.password_hash if user else _DUMMY_HASH, password)
+    except (VerificationError, InvalidHashError):
+        raise failure from None
+    if user is None or not user.active:
+        raise failure
+    if _hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = _hasher.hash(password)
+    return user

@@ -1,0 +1,186 @@
+"""API keys: issue, list, rotate, revoke, and authenticate a presented key.
+
+A key is `ak_live_` or `ak_test_` followed by 24 random bytes in base64url (32 characters).
+Only its SHA-256 fingerprint and 12-character prefix are stored; a presented key is found by
+its fingerprint, so the comparison never touches a stored secret. Issue, rotate and revoke
+are audited with the acting user and the fingerprint.
+"""
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+import sqlalchemy as sa
+from flask import current_app
+
+from app.errors import NotFound, PermissionDenied, Unauthorized
+from app.extensions import db
+from app.models import Account, ApiKey, KeyMode, Membership
+from app.models.base import utcnow
+from app.services import audit
+
+KEY_PATTERN = re.compile(r"^ak_(live|test)_[A-Za-z0-9_-]{32}$")
+PREFIX_LENGTH = 12
+ROLE_REQUIRED = "API_KEY_ROLE_REQUIRED"
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A stored key plus its cleartext, which exists only in this answer."""
+
+    key: ApiKey
+    cleartext: str
+
+
+def fingerprint(cleartext: str) -> str:
+    return hashlib.sha256(cleartext.encode()).hexdigest()
+
+
+def _new_cleartext(mode: KeyMode) -> str:
+    return f"ak_{mode}_{secrets.token_urlsafe(24)}"
+
+
+def require_manager(membership: Membership) -> None:
+    """Issuing, rotating and revoking keys is for OWNER and ADMIN members only."""
+    if not membership.can_manage_api_keys:
+        raise PermissionDenied(
+            "Only the account's OWNER or ADMIN may manage API keys.", code=ROLE_REQUIRED
+        )
+
+
+def list_keys(account_id: str) -> list[ApiKey]:
+    """The account's usable keys, newest first (revoked keys are gone for good)."""
+    return list(
+        db.session.scalars(
+            sa.select(ApiKey)
+            .where(ApiKey.account_id == account_id, ApiKey.revoked_at.is_(None))
+            .order_by(ApiKey.created_at.desc(), ApiKey.id)
+        )
+    )
+
+
+def issue(actor: Membership, *, label: str | None, mode: KeyMode) -> IssuedKey:
+    require_manager(actor)
+    issued = _create(actor.account_id, actor.user_id, label=label, mode=mode)
+    _audit(actor.account_id, actor.user_id, "api_key.issued", issued.key)
+    return issued
+
+
+def rotate(actor: Membership, key_id: str, *, label: str | None = None) -> IssuedKey:
+    """Revoke the key and issue its replacement in one transaction.
+
+    The revocation is a conditional UPDATE, so two concurrent rotations of one key cannot both
+    succeed: the loser sees the key already revoked and gets 404, like any unknown key.
+    """
+    require_manager(actor)
+    old = _get_active(actor.account_id, key_id)
+    revoked = db.session.execute(
+        sa.update(ApiKey)
+        .where(ApiKey.id == old.id, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+        .execution_options(synchronize_session="fetch")
+    )
+    if revoked.rowcount != 1:
+        raise NotFound("No such API key.")
+    issued = _create(
+        actor.account_id,
+        actor.user_id,
+        label=old.label if label is None else label,
+        mode=old.mode,
+    )
+    old.replaced_by_id = issued.key.id
+    _audit(
+        actor.account_id,
+        actor.user_id,
+        "api_key.rotated",
+        issued.key,
+        replaced_fingerprint=old.fingerprint,
+    )
+    return issued
+
+
+def revoke(actor: Membership, key_id: str) -> ApiKey:
+    """Revoke for good. Revoking an already revoked key of the account changes nothing."""
+    require_manager(actor)
+    key = db.session.scalar(
+        sa.select(ApiKey).where(ApiKey.id == key_id, ApiKey.account_id == actor.account_id)
+    )
+    if key is None:
+        raise NotFound("No such API key.")
+    if key.revoked_at is None:
+        key.revoked_at = utcnow()
+        _audit(actor.account_id, actor.user_id, "api_key.revoked", key)
+    return key
+
+
+def authenticate(presented: str | None) -> ApiKey:
+    """The active key matching exactly what was sent, or 401 (missing, wrong, padded, revoked)."""
+    if not presented or not KEY_PATTERN.match(presented):
+        raise Unauthorized("Missing or invalid API key.")
+    key = db.session.scalar(
+        sa.select(ApiKey)
+        .join(Account)
+        .where(
+            ApiKey.fingerprint == fingerprint(presented),
+            ApiKey.revoked_at.is_(None),
+            Account.active,
+        )
+    )
+    if key is None:
+        raise Unauthorized("Missing or invalid API key.")
+    _touch(key)
+    return key
+
+
+def _touch(key: ApiKey) -> None:
+    """Record last use, at most once per resolution window so reads stay cheap."""
+    now = utcnow()
+    window = timedelta(seconds=current_app.config["API_KEY_LAST_USED_RESOLUTION_SECONDS"])
+    if key.last_used_at is None or now - key.last_used_at >= window:
+        key.last_used_at = now
+
+
+def _get_active(account_id: str, key_id: str) -> ApiKey:
+    key = db.session.scalar(
+        sa.select(ApiKey).where(
+            ApiKey.id == key_id, ApiKey.account_id == account_id, ApiKey.revoked_at.is_(None)
+        )
+    )
+    if key is None:
+        raise NotFound("No such API key.")
+    return key
+
+
+def _create(account_id: str, user_id: str | None, *, label: str | None, mode: KeyMode) -> IssuedKey:
+    cleartext = _new_cleartext(mode)
+    key = ApiKey(
+        account_id=account_id,
+        fingerprint=fingerprint(cleartext),
+        prefix=cleartext[:PREFIX_LENGTH],
+        label=label,
+        mode=mode,
+        created_by_user_id=user_id,
+    )
+    db.session.add(key)
+    db.session.flush()
+    return IssuedKey(key=key, cleartext=cleartext)
+
+
+def _audit(account_id: str, actor_user_id: str | None, action: str, key: ApiKey, **details) -> None:
+    audit.record(
+        account_id=account_id,
+        actor_user_id=actor_user_id,
+        action=action,
+        subject_type="api_key",
+        subject_id=key.id,
+        details={"fingerprint": key.fingerprint, "mode": str(key.mode), **details},
+    )
+
+
+def issue_for_account(account_id: str, *, label: str, mode: KeyMode) -> IssuedKey:
+    """Issue a key without an acting member (operator CLI, demo seed); audited as system."""
+    issued = _create(account_id, None, label=label, mode=mode)
+    _audit(account_id, None, "api_key.issued", issued.key, via="cli")
+    return issued

@@ -1,0 +1,118 @@
+"""Dashboard JWTs: issued at login, checked on every JWT route, ended by logout.
+
+The algorithm is pinned (HS256) and `exp`, `iat`, `sub`, `jti` and `account` are required, so
+an `alg: none` token or one without an expiry is refused. Membership and role are read again
+from the database on every request: removing someone from an account takes effect at once.
+"""
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import jwt
+import sqlalchemy as sa
+from flask import current_app
+
+from app.errors import InvalidRequest, Unauthorized
+from app.extensions import db
+from app.models import Membership, RevokedToken, User
+from app.models.base import utcnow
+from app.services import accounts
+
+JWT_ALGORITHM = "HS256"
+REQUIRED_CLAIMS = ["sub", "account", "role", "jti", "iat", "exp"]
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: str
+    expires_at: datetime
+    membership: Membership
+
+
+@dataclass(frozen=True)
+class TokenIdentity:
+    user: User
+    membership: Membership
+    claims: dict
+
+
+def login(email: str, password: str, account_id: str | None) -> IssuedToken:
+    """Check the password, pick the account, and issue a token for it."""
+    user = accounts.authenticate(email, password)
+    membership = choose_membership(user, account_id)
+    return issue_token(membership)
+
+
+def choose_membership(user: User, account_id: str | None) -> Membership:
+    """The account to log into: the one asked for, or the only one the user has."""
+    memberships = accounts.active_memberships(user)
+    if account_id is not None:
+        for membership in memberships:
+            if membership.account_id == account_id:
+                return membership
+        raise Unauthorized("Invalid e-mail or password.")
+    if len(memberships) == 1:
+        return memberships[0]
+    if not memberships:
+        raise Unauthorized("This user belongs to no active account.")
+    raise InvalidRequest(
+        "This user belongs to several accounts; send accountId to choose one.",
+        code="account_selection_required",
+        param="accountId",
+        details=[
+            {"param": "accountId", "message": f"{m.account_id} ({m.account.name}, {m.role})"}
+            for m in memberships
+        ],
+    )
+
+
+def issue_token(membership: Membership) -> IssuedToken:
+    issued_at = utcnow().replace(microsecond=0)
+    expires_at = issued_at + timedelta(seconds=current_app.config["JWT_LIFETIME_SECONDS"])
+    claims = {
+        "sub": membership.user_id,
+        "account": membership.account_id,
+        "role": str(membership.role),
+        "jti": uuid.uuid4().hex,
+        "iat": issued_at,
+        "exp": expires_at,
+    }
+    token = jwt.encode(claims, current_app.config["JWT_SECRET"], algorithm=JWT_ALGORITHM)
+    return IssuedToken(token=token, expires_at=expires_at, membership=membership)
+
+
+def authenticate_token(token: str) -> TokenIdentity:
+    """The user and membership behind a valid, unrevoked token, or Unauthorized."""
+    try:
+        claims = jwt.decode(
+            token,
+            current_app.config["JWT_SECRET"],
+            algorithms=[JWT_ALGORITHM],
+            options={"require": REQUIRED_CLAIMS},
+        )
+    except jwt.ExpiredSignatureError:
+        raise Unauthorized("The token has expired; log in again.") from None
+    except jwt.InvalidTokenError:
+        raise Unauthorized() from None
+    if db.session.get(RevokedToken, claims["jti"]) is not None:
+        raise Unauthorized("The token has been revoked; log in again.")
+    membership = accounts.active_membership(claims["sub"], claims["account"])
+    if membership is None:
+        raise Unauthorized()
+    return TokenIdentity(user=membership.user, membership=membership, claims=claims)
+
+
+def revoke_token(claims: dict) -> None:
+    """End a token before its expiry (logout). Revoking twice is harmless."""
+    if db.session.get(RevokedToken, claims["jti"]) is None:
+        expires_at = datetime.fromtimestamp(claims["exp"], tz=UTC)
+        db.session.add(RevokedToken(jti=claims["jti"], expires_at=expires_at))
+
+
+def prune_revoked_tokens(now: datetime | None = None) -> int:
+    """Forget revocations of tokens that have expired anyway; returns how many."""
+    result = db.session.execute(
+        sa.delete(RevokedToken).where(RevokedToken.expires_at < (now or utcnow()))
+    )
+    return result.rowcount

@@ -1,0 +1,35 @@
+"""Recording domain events in the caller's transaction (the transactional outbox).
+
+An event row commits or rolls back with the change it describes, so no event is ever sent
+for a change that did not happen, and none is lost for a change that did. Delivery reads
+these rows later (webhook relay).
+"""
+
+import uuid
+
+from app.extensions import db
+from app.models import Event
+
+API_VERSION = "2026-11-01"
+
+
+def record_event(
+    account_id: str,
+    event_type: str,
+    data: dict,
+    *,
+    subject_type: str | None = None,
+    subject_id: str | None = None,
+) -> Event:
+    """Add an event to the current transaction; its `evt_` id is stable from here on."""
+    event = Event(
+        id=f"evt_{uuid.uuid4().hex}",
+        account_id=account_id,
+        type=event_type,
+        api_version=API_VERSION,
+        subject_type=subject_type,
+        subject_id=subject_id,
+        data=data,
+    )
+    db.session.add(event)
+    return event

@@ -1,0 +1,34 @@
+# Sourced by scripts/run and scripts/test: make .venv (Python 3.11+) and install a requirements
+# file into it, again only when the requirements change.
+set -euo pipefail
+
+ensure_python() {
+  if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "Acme Pay needs Python 3.11 or newer as python3." >&2
+    exit 1
+  fi
+}
+
+create_venv() {
+  python3 -m venv .venv 2>/dev/null && return 0
+  rm -rf .venv
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian's python3-venv (needed to create .venv)..." >&2
+    apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv .venv && return 0
+  fi
+  echo "Could not create .venv: install python3-venv (apt-get install python3-venv)." >&2
+  exit 1
+}
+
+ensure_venv() {
+  local requirements=$1
+  ensure_python
+  [ -x .venv/bin/python ] || create_venv
+  local stamp
+  stamp=".venv/.installed-$(cat requirements*.txt | sha256sum | cut -c1-16)-${requirements}"
+  if [ ! -f "$stamp" ]; then
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    touch "$stamp"
+  fi
+}

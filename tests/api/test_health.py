@@ -1,0 +1,27 @@
+"""Liveness and readiness probes."""
+
+from app import create_app
+
+
+def test_healthz_says_the_process_is_up(client):
+    response = client.get("/healthz")
+    assert (response.status_code, response.json) == (200, {"status": "ok"})
+
+
+def test_readyz_checks_database_and_redis(client, redis):
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json == {"status": "ready", "checks": {"database": "ok", "redis": "ok"}}
+
+
+def test_readyz_answers_503_naming_what_is_down(app):
+    broken = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
+            "SQLALCHEMY_ENGINE_OPTIONS": app.config["SQLALCHEMY_ENGINE_OPTIONS"],
+            "REDIS_URL": "redis://127.0.0.1:1/0",
+        }
+    )
+    response = broken.test_client().get("/readyz")
+    assert response.status_code == 503
+    assert response.json["checks"] == {"database": "ok", "redis": "unreachable"}

@@ -1,0 +1,114 @@
+"""Operator commands: accounts, users and the idempotent demo seed."""
+
+import json
+
+import sqlalchemy as sa
+
+from app.extensions import db
+from app.models import Account, Membership, User
+
+
+def _run(app, *args, input=None):
+    result = app.test_cli_runner().invoke(args=list(args), input=input)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_accounts_create_and_users_add(app, client):
+    output = _run(app, "accounts", "create", "Padaria Central", "--test-key")
+    account_id = output.split("account_id=")[1].split()[0]
+    test_key = output.split("test_api_key=")[1].split()[0]
+    assert (
+        client.get("/v1/test-probe/whoami", headers={"apikey": test_key}).json["accountId"]
+        == account_id
+    )
+    _run(
+        app,
+        "users",
+        "add",
+        "Dono@Padaria.example.com",
+        "--password",
+        "uma senha longa",
+        "--account",
+        account_id,
+        "--role",
+        "OWNER",
+    )
+    login = client.post(
+        "/v1/auth/login", json={"email": "dono@padaria.example.com", "password": "uma senha longa"}
+    )
+    assert login.status_code == 200
+    assert login.json["role"] == "OWNER"
+
+
+def test_users_add_staff_prompts_for_the_password(app):
+    _run(
+        app,
+        "users",
+        "add",
+        "ops@acmepay.example.com",
+        "--staff",
+        input="staff senha 123\nstaff senha 123\n",
+    )
+    with app.app_context():
+        user = db.session.scalar(sa.select(User).where(User.email == "ops@acmepay.example.com"))
+        assert user.is_staff is True
+        assert user.password_hash.startswith("$argon2id$")
+
+
+def test_users_add_refuses_bad_input_without_a_traceback(app):
+    result = app.test_cli_runner().invoke(
+        args=["users", "add", "ops@x.example.com", "--password", "short"]
+    )
+    assert result.exit_code != 0
+    assert "at least 10 characters" in result.output
+    result = app.test_cli_runner().invoke(
+        args=[
+            "users",
+            "add",
+            "a@x.example.com",
+            "--password",
+            "long enough pw",
+            "--account",
+            "nope",
+        ]
+    )
+    assert result.exit_code != 0 and "No account nope" in result.output
+
+
+def test_demo_seed_is_idempotent_and_prints_what_a_newcomer_needs(app, client):
+    first = json.loads(_run(app, "demo", "seed", "--json"))
+    second = json.loads(_run(app, "demo", "seed", "--json"))
+    expected = {
+        "account_id",
+        "email",
+        "password",
+        "test_api_key",
+        "live_api_key",
+        "staff_email",
+        "staff_password",
+        "dashboard_url",
+    }
+    assert expected <= set(first)
+    assert first["account_id"] == second["account_id"]
+    assert first["test_api_key"] != second["test_api_key"]
+    assert first["test_api_key"].startswith("ak_test_") and first["live_api_key"].startswith(
+        "ak_live_"
+    )
+    for key in (first["test_api_key"], second["test_api_key"], second["live_api_key"]):
+        assert client.get("/v1/test-probe/whoami", headers={"apikey": key}).status_code == 200
+    with app.app_context():
+        assert db.session.scalar(sa.select(sa.func.count()).select_from(Account)) == 1
+        assert db.session.scalar(sa.select(sa.func.count()).select_from(Membership)) == 1
+        staff = db.session.scalar(sa.select(User).where(User.email == second["staff_email"]))
+        assert staff.is_staff
+    for who in ("", "staff_"):
+        login = client.post(
+            "/v1/auth/login" if not who else "/dashboard/login",
+            json={"email": second[f"{who}email"], "password": second[f"{who}password"]},
+        )
+        if not who:
+            assert login.status_code == 200
+    assert second["dashboard_url"].endswith("/dashboard/")
+    text = _run(app, "demo", "seed")
+    assert "Owner login:" in text and "Test API key: ak_test_" in text and "/dashboard/" in text

@@ -1,0 +1,104 @@
+"""Test setup: one app per session on a migrated database, emptied after every test.
+
+By default the suite uses a temporary SQLite file and an embedded Redis-compatible server;
+with DATABASE_URL / REDIS_URL set (as `.ci/run` does) it uses PostgreSQL and Redis. The
+schema is created by the migrations, never by `create_all`, so they are tested too.
+"""
+
+import os
+
+import pytest
+from flask_migrate import upgrade
+
+from app import create_app
+from app.embedded_redis import EmbeddedRedis
+from app.extensions import csrf, db, get_redis
+from tests.support import factories, probe
+from tests.support.http import bearer, login
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    server = EmbeddedRedis().start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory):
+    return os.environ.get("DATABASE_URL") or f"sqlite:///{tmp_path_factory.mktemp('db')}/test.db"
+
+
+@pytest.fixture(scope="session")
+def app(database_url, redis_url, tmp_path_factory):
+    os.environ["INSTANCE_PATH"] = str(tmp_path_factory.mktemp("instance"))
+    from app.config import engine_options
+
+    application = create_app(
+        {
+            "APP_ENV": "testing",
+            "TESTING": True,
+            "SQLALCHEMY_DATABASE_URI": database_url,
+            "SQLALCHEMY_ENGINE_OPTIONS": engine_options(database_url),
+            "REDIS_URL": redis_url,
+            "PUBLIC_BASE_URL": "http://localhost",
+        }
+    )
+    csrf.exempt(probe.bp)
+    application.register_blueprint(probe.bp)
+    with application.app_context():
+        upgrade()
+    return application
+
+
+@pytest.fixture(autouse=True)
+def _empty_tables(app):
+    yield
+    with app.app_context():
+        db.session.rollback()
+        for table in reversed(db.metadata.sorted_tables):
+            db.session.execute(table.delete())
+        db.session.commit()
+
+
+@pytest.fixture
+def redis(app):
+    """The test Redis, emptied before and after the test."""
+    with app.app_context():
+        connection = get_redis()
+    connection.flushdb()
+    yield connection
+    connection.flushdb()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def is_postgres(database_url):
+    return database_url.startswith("postgresql")
+
+
+def pytest_collection_modifyitems(config, items):
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith("postgresql"):
+        return
+    skip = pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL; .ci/run does)")
+    for item in items:
+        if "postgres" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def owner(app):
+    return factories.make_member(app)
+
+
+@pytest.fixture
+def owner_headers(client, owner):
+    return bearer(login(client, owner))

@@ -1,0 +1,116 @@
+"""The README's run command: the whole service on embedded defaults, as a newcomer starts it."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from redis import Redis
+from rq import Queue
+from rq.cron import CronScheduler
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def stack(tmp_path):
+    port, redis_port = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(
+        INSTANCE_PATH=str(tmp_path / "instance"),
+        PORT=str(port),
+        EMBEDDED_REDIS_PORT=str(redis_port),
+        WEB_CONCURRENCY="1",
+    )
+    log = (tmp_path / "stack.log").open("w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.devstack"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+    def output() -> str:
+        log.flush()
+        return (tmp_path / "stack.log").read_text()
+
+    try:
+        _wait_for(
+            lambda: "Acme Pay is running" in output() or process.poll() is not None, 90, "the stack"
+        )
+        assert process.poll() is None, output()
+        base = f"http://127.0.0.1:{port}"
+        _wait_for(lambda: _get(f"{base}/healthz"), 30, "the web process")
+        yield {
+            "base": base,
+            "output": output(),
+            "redis": f"redis://127.0.0.1:{redis_port}/0",
+            "process": process,
+        }
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+        log.close()
+
+
+def _get(url):
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.ConnectionError:
+        return False
+
+
+@pytest.mark.slow
+def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_path):
+    out = stack["output"]
+    test_key = re.search(r"Test API key: (ak_test_\S+)", out).group(1)
+    email, password = re.search(r"Owner login:\s+(\S+) / (\S+)", out).groups()
+    assert f"Dashboard:    {stack['base']}/dashboard/" in out
+    assert (tmp_path / "instance" / "acme.db").exists()
+
+    ready = requests.get(f"{stack['base']}/readyz", timeout=5)
+    assert ready.json() == {"status": "ready", "checks": {"database": "ok", "redis": "ok"}}
+    login = requests.post(
+        f"{stack['base']}/v1/auth/login", json={"email": email, "password": password}, timeout=5
+    )
+    assert login.status_code == 200
+    keys = requests.get(
+        f"{stack['base']}/v1/api-keys",
+        headers={"Authorization": f"Bearer {login.json()['token']}"},
+        timeout=5,
+    ).json()["data"]
+    assert test_key[:12] in {k["prefix"] for k in keys}
+    assert "Sign in" in requests.get(f"{stack['base']}/dashboard/login", timeout=5).text
+
+    redis = Redis.from_url(stack["redis"])
+    job = Queue("periodic", connection=redis).enqueue("app.jobs.maintenance.prune_revoked_tokens")
+    _wait_for(lambda: job.get_status(refresh=True) == "finished", 30, "the worker to run a job")
+    _wait_for(lambda: CronScheduler.all(redis), 30, "rq cron to register")
+
+    stack["process"].send_signal(signal.SIGINT)
+    assert stack["process"].wait(timeout=30) == 0
+    assert not _get(f"{stack['base']}/healthz")

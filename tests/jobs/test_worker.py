@@ -1,0 +1,40 @@
+"""Jobs run by a real RQ worker, and the periodic schedule `rq cron` loads."""
+
+from datetime import timedelta
+
+import sqlalchemy as sa
+from rq import SimpleWorker
+from rq.cron import CronScheduler
+
+from app.extensions import db, get_queue
+from app.jobs import maintenance
+from app.models import RevokedToken
+from app.models.base import utcnow
+from tests.support.http import bearer, login
+
+
+def test_logout_records_are_pruned_by_a_worker_after_expiry(app, client, owner, redis):
+    token = login(client, owner)
+    client.post("/v1/auth/logout", headers=bearer(token))
+    with app.app_context():
+        db.session.add(RevokedToken(jti="expired-one", expires_at=utcnow() - timedelta(seconds=1)))
+        db.session.commit()
+        queue = get_queue("periodic")
+        job = queue.enqueue(maintenance.prune_revoked_tokens)
+        SimpleWorker([queue], connection=redis).work(burst=True)
+        job.refresh()
+        assert job.get_status() == "finished"
+        assert job.return_value() == 1
+        assert db.session.scalars(sa.select(RevokedToken.jti)).all() != ["expired-one"]
+        assert db.session.scalar(sa.select(sa.func.count()).select_from(RevokedToken)) == 1
+    assert client.get("/v1/api-keys", headers=bearer(token)).status_code == 401
+
+
+def test_cron_schedule_declares_the_housekeeping_jobs(redis):
+    scheduler = CronScheduler(connection=redis)
+    scheduler.load_config_from_file("app.cron")
+    registered = {(job.func_name, job.queue_name, job.interval) for job in scheduler.get_jobs()}
+    assert registered == {
+        ("app.jobs.maintenance.prune_idempotency_keys", "periodic", 3600),
+        ("app.jobs.maintenance.prune_revoked_tokens", "periodic", 3600),
+    }
