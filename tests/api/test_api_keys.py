@@ -3,7 +3,9 @@
 import base64
 import hashlib
 import re
+from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import sqlalchemy as sa
 
 from app.extensions import db
@@ -223,3 +225,23 @@ def test_last_used_time_is_recorded(app, client, owner):
     _whoami(client, key)
     with app.app_context():
         assert db.session.scalars(sa.select(ApiKey.last_used_at)).one() is not None
+
+
+@pytest.mark.postgres
+def test_concurrent_rotations_of_one_key_replace_it_once(app, client, owner_headers):
+    """Ten simultaneous rotations: one new key, nine 404s, the old key dead."""
+    old = _issue(client, owner_headers, test=True)
+
+    def rotate(_):
+        with app.test_client() as own_client:
+            response = own_client.post(f"/v1/api-keys/{old['id']}/rotate", headers=owner_headers)
+            return response.status_code, response.get_json()
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        results = list(pool.map(rotate, range(10)))
+    created = [body for status, body in results if status == 201]
+    assert len(created) == 1
+    assert sorted(status for status, _ in results) == [201] + [404] * 9
+    listing = client.get("/v1/api-keys", headers=owner_headers).json["data"]
+    assert [k["id"] for k in listing] == [created[0]["id"]]
+    assert _whoami(client, old["apiKey"]).status_code == 401

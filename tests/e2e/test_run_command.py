@@ -1,5 +1,6 @@
 """The README's run command: the whole service on embedded defaults, as a newcomer starts it."""
 
+import contextlib
 import os
 import re
 import signal
@@ -74,6 +75,8 @@ def stack(tmp_path):
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
             process.wait(timeout=30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         log.close()
 
 
