@@ -3,6 +3,9 @@
 Place it above the smorest decorators (so it sees the final response) and below the
 authentication (so the account is known). The wrapped view flushes its work; this decorator
 commits it together with the stored answer, or rolls it back and releases the key.
+
+Scope: the credential's mode (a live key and a test key never share an answer), the method
+and the route rule; the request hash covers the method, the path and the body.
 """
 
 from functools import wraps
@@ -10,6 +13,7 @@ from typing import Literal
 
 from flask import Response, g, make_response, request
 
+from app.errors import InvalidRequest
 from app.extensions import db
 from app.services import idempotency
 
@@ -25,42 +29,54 @@ def idempotent(
     def decorator(view):
         @wraps(view)
         def wrapper(*args, **kwargs):
-            if key_source == "header":
-                key = idempotency.validate_key(
-                    request.headers.get(IDEMPOTENCY_HEADER), IDEMPOTENCY_HEADER
-                )
-            else:
-                body = request.get_json(silent=True)
-                if not isinstance(body, dict):
-                    return view(*args, **kwargs)  # the view's parser answers the bad body
-                key = idempotency.validate_key(body.get(body_field), body_field)
-            scope = f"{request.method} {request.path}"
             claimed = idempotency.claim(
-                g.account_id, scope, key, idempotency.request_fingerprint(request.get_data())
+                g.account_id,
+                _scope(),
+                _presented_key(key_source, body_field),
+                idempotency.request_fingerprint(request.method, request.path, request.get_data()),
             )
             if claimed.replay is not None:
                 return _replay(claimed.replay)
-            return _run_once(claimed.key_id, view, args, kwargs)
+            return _run_once(claimed, view, args, kwargs)
 
         return wrapper
 
     return decorator
 
 
-def _run_once(key_id: str, view, args, kwargs) -> Response:
+def _presented_key(key_source: str, body_field: str) -> str:
+    if key_source == "header":
+        return idempotency.validate_key(request.headers.get(IDEMPOTENCY_HEADER), IDEMPOTENCY_HEADER)
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    return idempotency.validate_key(body.get(body_field), body_field)
+
+
+def _scope() -> str:
+    api_key = g.get("api_key")
+    mode = api_key.mode.value if api_key is not None else "dashboard"
+    return f"{mode} {request.method} {request.url_rule.rule}"
+
+
+def _run_once(claimed: idempotency.Claim, view, args, kwargs) -> Response:
+    """Run the view; keep its work and answer only if it succeeded and the claim still holds."""
     try:
         response = make_response(view(*args, **kwargs))
+        if 200 <= response.status_code < 300:
+            idempotency.complete(claimed, response.status_code, response.get_data(as_text=True))
+            db.session.commit()
+            return response
     except Exception:
-        db.session.rollback()
-        idempotency.release(key_id)
+        _abandon(claimed)
         raise
-    if 200 <= response.status_code < 300:
-        idempotency.complete(key_id, response.status_code, response.get_data(as_text=True))
-        db.session.commit()
-    else:
-        db.session.rollback()
-        idempotency.release(key_id)
+    _abandon(claimed)
     return response
+
+
+def _abandon(claimed: idempotency.Claim) -> None:
+    db.session.rollback()
+    idempotency.release(claimed)
 
 
 def _replay(stored: idempotency.StoredResponse) -> Response:

@@ -1,4 +1,8 @@
-"""Idempotency keys: the first request with a key claims the row; replays read its response."""
+"""Idempotency keys: the first request with a key claims the row; replays read its response.
+
+`lock_token` names the request that holds the claim, so a request whose claim was taken over
+can no longer complete or release it.
+"""
 
 from datetime import datetime
 
@@ -18,6 +22,7 @@ class IdempotencyKey(db.Model):
     scope: Mapped[str] = mapped_column(sa.String(120))
     key: Mapped[str] = mapped_column(sa.String(128))
     request_hash: Mapped[str] = mapped_column(sa.String(64))
+    lock_token: Mapped[str | None] = mapped_column(sa.String(36))
     locked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     response_status: Mapped[int | None]
     response_body: Mapped[str | None] = mapped_column(sa.Text)

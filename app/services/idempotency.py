@@ -5,11 +5,15 @@ under a unique constraint, so two concurrent requests can never both act. The ac
 stored response then commit together: a replay either finds the complete response or finds
 the key still in flight. Only successful (2xx) answers are kept; when a request fails, its
 work rolls back and the key is released so the client may retry with the same key.
-A claim whose request died without answering is taken over after the lock timeout.
+
+A claim whose request died without answering is taken over after the lock timeout. Each
+claim carries a lock token: completing or releasing needs the current token, so a request
+that lost its claim to a takeover cannot store its answer, and its work is rolled back.
 """
 
 import hashlib
 import json
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -36,43 +40,50 @@ class StoredResponse:
 
 @dataclass(frozen=True)
 class Claim:
-    """Either this request owns the key (`key_id`), or it replays the first answer."""
+    """Either this request holds the key (`key_id`, `lock_token`) or it replays the first answer."""
 
     key_id: str | None = None
+    lock_token: str | None = None
     replay: StoredResponse | None = None
 
 
 def validate_key(key: str | None, param: str) -> str:
     if key is None or key == "":
         raise InvalidRequest(f"{param} is required for this request.", param=param)
-    if not MIN_KEY_LENGTH <= len(key) <= MAX_KEY_LENGTH:
+    if not isinstance(key, str) or not MIN_KEY_LENGTH <= len(key) <= MAX_KEY_LENGTH:
         raise InvalidRequest(
-            f"{param} must be {MIN_KEY_LENGTH} to {MAX_KEY_LENGTH} characters long.", param=param
+            f"{param} must be a string of {MIN_KEY_LENGTH} to {MAX_KEY_LENGTH} characters.",
+            param=param,
         )
     return key
 
 
-def request_fingerprint(raw_body: bytes) -> str:
-    """Hash of the request body; JSON is canonicalised so key order and spacing do not count."""
+def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
+    """Hash of what was asked: method, path and body (JSON canonicalised: key order and
+    spacing do not count)."""
     try:
-        canonical = json.dumps(
-            json.loads(raw_body or b"null"), sort_keys=True, separators=(",", ":")
-        )
-        data = canonical.encode()
+        body = json.dumps(json.loads(raw_body or b"null"), sort_keys=True, separators=(",", ":"))
+        data = body.encode()
     except ValueError:
         data = raw_body
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(f"{method} {path}\n".encode() + data).hexdigest()
 
 
 def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
     """Claim the key for this request, or answer with the first request's stored response."""
+    token = str(uuid.uuid4())
     row = IdempotencyKey(
-        account_id=account_id, scope=scope, key=key, request_hash=request_hash, locked_at=utcnow()
+        account_id=account_id,
+        scope=scope,
+        key=key,
+        request_hash=request_hash,
+        lock_token=token,
+        locked_at=utcnow(),
     )
     db.session.add(row)
     try:
         db.session.commit()
-        return Claim(key_id=row.id)
+        return Claim(key_id=row.id, lock_token=token)
     except IntegrityError:
         db.session.rollback()
     existing = db.session.scalar(
@@ -86,50 +97,73 @@ def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
         return claim(account_id, scope, key, request_hash)
     if existing.request_hash != request_hash:
         raise Conflict(
-            "This Idempotency-Key was already used with a different request body.",
-            code=KEY_REUSED,
+            "This idempotency key was already used with a different request.", code=KEY_REUSED
         )
     if existing.is_completed:
         return Claim(replay=StoredResponse(existing.response_status, existing.response_body))
-    if _take_over_stale(existing):
-        return Claim(key_id=existing.id)
+    taken = _take_over_stale(existing)
+    if taken is not None:
+        return taken
     raise Conflict(
-        "A request with this Idempotency-Key is still being processed; retry shortly.",
+        "A request with this idempotency key is still being processed; retry shortly.",
         code=REQUEST_IN_PROGRESS,
     )
 
 
-def _take_over_stale(row: IdempotencyKey) -> bool:
+def _take_over_stale(row: IdempotencyKey) -> Claim | None:
     """Claim a key whose first request stopped answering (crash) once its lock is stale."""
     timeout = timedelta(seconds=current_app.config["IDEMPOTENCY_LOCK_TIMEOUT_SECONDS"])
     now = utcnow()
     if row.locked_at is not None and now - row.locked_at < timeout:
-        return False
+        return None
+    token = str(uuid.uuid4())
     taken = db.session.execute(
         sa.update(IdempotencyKey)
         .where(
             IdempotencyKey.id == row.id,
             IdempotencyKey.response_status.is_(None),
-            IdempotencyKey.locked_at == row.locked_at,
+            IdempotencyKey.lock_token == row.lock_token,
         )
-        .values(locked_at=now)
+        .values(lock_token=token, locked_at=now)
     )
     db.session.commit()
-    return taken.rowcount == 1
+    return Claim(key_id=row.id, lock_token=token) if taken.rowcount == 1 else None
 
 
-def complete(key_id: str, status: int, body: str) -> None:
-    """Store the answer in the caller's transaction, beside the work it describes."""
-    db.session.execute(
+def complete(claimed: Claim, status: int, body: str) -> None:
+    """Store the answer in the caller's transaction, beside the work it describes.
+
+    Raises Conflict when the claim was taken over meanwhile; the caller must roll back.
+    """
+    stored = db.session.execute(
         sa.update(IdempotencyKey)
-        .where(IdempotencyKey.id == key_id)
-        .values(response_status=status, response_body=body, completed_at=utcnow(), locked_at=None)
+        .where(
+            IdempotencyKey.id == claimed.key_id,
+            IdempotencyKey.lock_token == claimed.lock_token,
+        )
+        .values(
+            response_status=status,
+            response_body=body,
+            completed_at=utcnow(),
+            lock_token=None,
+            locked_at=None,
+        )
     )
+    if stored.rowcount != 1:
+        raise Conflict(
+            "This request took too long and was superseded by a retry with the same key.",
+            code=REQUEST_IN_PROGRESS,
+        )
 
 
-def release(key_id: str) -> None:
+def release(claimed: Claim) -> None:
     """Forget a claim whose request failed, so the same key may be used again."""
-    db.session.execute(sa.delete(IdempotencyKey).where(IdempotencyKey.id == key_id))
+    db.session.execute(
+        sa.delete(IdempotencyKey).where(
+            IdempotencyKey.id == claimed.key_id,
+            IdempotencyKey.lock_token == claimed.lock_token,
+        )
+    )
     db.session.commit()
 
 

@@ -142,6 +142,7 @@ def upgrade():
         sa.Column("scope", sa.String(length=120), nullable=False),
         sa.Column("key", sa.String(length=128), nullable=False),
         sa.Column("request_hash", sa.String(length=64), nullable=False),
+        sa.Column("lock_token", sa.String(length=36), nullable=True),
         sa.Column("locked_at", app.models.base.UTCDateTime(timezone=True), nullable=True),
         sa.Column("response_status", sa.Integer(), nullable=True),
         sa.Column("response_body", sa.Text(), nullable=True),

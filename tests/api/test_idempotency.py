@@ -6,10 +6,12 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from app.errors import Conflict
 from app.extensions import db
 from app.jobs.maintenance import prune_idempotency_keys
-from app.models import Event, IdempotencyKey
+from app.models import Event, IdempotencyKey, KeyMode
 from app.models.base import utcnow
+from app.services import idempotency
 from tests.support import factories
 from tests.support.http import assert_error, count_rows
 
@@ -112,15 +114,15 @@ def test_key_in_the_body_for_payment_style_routes(app, client, api_key):
 
 
 def _in_flight_claim(app, account_id, key, body, age=timedelta(0)):
-    from app.services import idempotency
-
+    """A claim as a request that is still running (or died) would have left it."""
     with app.app_context():
         db.session.add(
             IdempotencyKey(
                 account_id=account_id,
-                scope=f"POST {WRITES}",
+                scope=f"test POST {WRITES}",
                 key=key,
-                request_hash=idempotency.request_fingerprint(body),
+                request_hash=idempotency.request_fingerprint("POST", WRITES, body),
+                lock_token="token-of-the-first-request",
                 locked_at=utcnow() - age,
             )
         )
@@ -156,6 +158,40 @@ def test_prune_job_forgets_keys_after_the_retention_period(app, client, api_key)
         db.session.commit()
         assert prune_idempotency_keys() == 1
         assert db.session.scalars(sa.select(IdempotencyKey.key)).all() == ["new-key-001"]
+
+
+def test_a_request_that_lost_its_claim_cannot_complete_it(app, client, owner, api_key):
+    """A slow first request whose claim was taken over cannot store its answer or release."""
+    _in_flight_claim(
+        app, owner.account_id, "fenced-key-1", b'{"amount": 1}', age=timedelta(minutes=5)
+    )
+    retry = _post(client, api_key, "fenced-key-1", {"amount": 1})
+    assert retry.status_code == 201
+    with app.app_context():
+        row = db.session.scalar(sa.select(IdempotencyKey))
+        superseded = idempotency.Claim(key_id=row.id, lock_token="token-of-the-first-request")
+        with pytest.raises(Conflict):
+            idempotency.complete(superseded, 201, '{"id": "from-the-slow-request"}')
+        db.session.rollback()
+        idempotency.release(superseded)
+    assert _post(client, api_key, "fenced-key-1", {"amount": 1}).json == retry.json
+
+
+def test_live_and_test_keys_never_share_an_answer(app, client, owner, api_key):
+    live_key = factories.make_api_key(app, owner.account_id, KeyMode.LIVE)
+    in_test = _post(client, api_key, "mode-key-01", {"amount": 1})
+    in_live = _post(client, live_key, "mode-key-01", {"amount": 1})
+    assert in_live.status_code == 201
+    assert "Idempotent-Replayed" not in in_live.headers
+    assert in_live.json["id"] != in_test.json["id"]
+    assert count_rows(app, Event) == 2
+
+
+def test_body_keyed_route_refuses_a_body_that_is_not_an_object(app, client, api_key):
+    for body in ([1, 2], "text", None):
+        response = client.post("/v1/test-probe/body-writes", headers={"apikey": api_key}, json=body)
+        assert_error(response, 400, "invalid_request_error", "invalid_request")
+    assert count_rows(app, IdempotencyKey) == 0
 
 
 @pytest.mark.postgres
