@@ -2,7 +2,7 @@
 
 from flask import Flask
 
-from app.config import PROJECT_ROOT, check_production_settings, instance_path, load_settings
+from app.config import PROJECT_ROOT, instance_path, load_settings, validate_settings
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -14,7 +14,7 @@ def create_app(config: dict | None = None) -> Flask:
     )
     app.config.update(load_settings())
     app.config.update(config or {})
-    check_production_settings(app.config)
+    validate_settings(app.config)
     app.json.sort_keys = False
 
     register_logging(app)

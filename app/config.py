@@ -1,16 +1,27 @@
 """Settings from environment variables (twelve-factor), with defaults for a local machine.
 
 Every variable read here is listed, with its default, in the README's configuration table.
-A `.env` file in the working directory is loaded first; real environment variables win.
+A `.env` file at the project root is loaded first; real environment variables win.
+Secure by default: unless APP_ENV says development or testing, the well-known development
+secret is refused, so a deployment that forgets a variable fails to start instead of running
+with a public signing key.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from dotenv import load_dotenv
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEVELOPMENT_SECRET = "dev-only-insecure-secret-change-me"  # noqa: S105 (refused outside dev)
+LOCAL_ENVIRONMENTS = frozenset({"development", "testing"})
+MIN_IDEMPOTENCY_KEY_TTL_HOURS = 24
+
+
+def load_env_file() -> None:
+    """Read PROJECT_ROOT/.env into the environment; variables already set are kept."""
+    load_dotenv(PROJECT_ROOT / ".env", override=False)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -36,8 +47,8 @@ def default_database_url() -> str:
 
 def load_settings() -> dict:
     """Read the environment into a Flask config mapping."""
-    load_dotenv(override=False)
-    app_env = os.environ.get("APP_ENV", "development")
+    load_env_file()
+    app_env = os.environ.get("APP_ENV", "production")
     secret_key = os.environ.get("SECRET_KEY", DEVELOPMENT_SECRET)
     database_url = os.environ.get("DATABASE_URL") or default_database_url()
     return {
@@ -58,8 +69,9 @@ def load_settings() -> dict:
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": _env_bool(
-            "SESSION_COOKIE_SECURE", app_env not in {"development", "testing"}
+            "SESSION_COOKIE_SECURE", app_env not in LOCAL_ENVIRONMENTS
         ),
+        "PERMANENT_SESSION_LIFETIME": timedelta(hours=_env_int("DASHBOARD_SESSION_HOURS", 12)),
         "WTF_CSRF_TIME_LIMIT": None,
         "MAX_CONTENT_LENGTH": _env_int("MAX_CONTENT_LENGTH", 1024 * 1024),
         "API_TITLE": "Acme Pay API",
@@ -79,10 +91,16 @@ def engine_options(database_url: str) -> dict:
     return {"pool_pre_ping": True, "pool_recycle": 1800}
 
 
-def check_production_settings(config: dict) -> None:
-    """Refuse to start outside development with the well-known development secret."""
-    if config["APP_ENV"] == "production" and DEVELOPMENT_SECRET in (
+def validate_settings(config: dict) -> None:
+    """Refuse to start with settings that would be unsafe, rather than run with them."""
+    if config["APP_ENV"] not in LOCAL_ENVIRONMENTS and DEVELOPMENT_SECRET in (
         config["SECRET_KEY"],
         config["JWT_SECRET"],
     ):
-        raise RuntimeError("SECRET_KEY and JWT_SECRET must be set when APP_ENV=production")
+        raise RuntimeError(
+            "Set SECRET_KEY (and JWT_SECRET) or, on a developer machine, APP_ENV=development."
+        )
+    if config["IDEMPOTENCY_KEY_TTL_HOURS"] < MIN_IDEMPOTENCY_KEY_TTL_HOURS:
+        raise RuntimeError(
+            f"IDEMPOTENCY_KEY_TTL_HOURS must be at least {MIN_IDEMPOTENCY_KEY_TTL_HOURS}."
+        )

@@ -6,6 +6,7 @@ them set it uses PostgreSQL and Redis. Stop it with Ctrl-C: every child stops wi
 """
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -14,10 +15,20 @@ import time
 from flask_migrate import upgrade
 
 from app import create_app
-from app.config import PROJECT_ROOT
+from app.config import PROJECT_ROOT, instance_path, load_env_file
 from app.embedded_redis import EmbeddedRedis
 from app.extensions import db
 from app.services import demo
+
+
+def local_secret() -> str:
+    """A random secret kept in instance/, so local sessions survive restarts and stay private."""
+    path = instance_path() / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_hex(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 def prepare_database() -> demo.DemoSeed:
@@ -77,6 +88,9 @@ def supervise(children: dict[str, subprocess.Popen]) -> int:
 
 
 def main() -> int:
+    load_env_file()
+    os.environ.setdefault("APP_ENV", "development")
+    os.environ.setdefault("SECRET_KEY", local_secret())
     port = int(os.environ.get("PORT", "5000"))
     os.environ.setdefault("PUBLIC_BASE_URL", f"http://127.0.0.1:{port}")
     embedded = None

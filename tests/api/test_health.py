@@ -17,6 +17,7 @@ def test_readyz_checks_database_and_redis(client, redis):
 def test_readyz_answers_503_naming_what_is_down(app):
     broken = create_app(
         {
+            "APP_ENV": "testing",
             "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
             "SQLALCHEMY_ENGINE_OPTIONS": app.config["SQLALCHEMY_ENGINE_OPTIONS"],
             "REDIS_URL": "redis://127.0.0.1:1/0",
