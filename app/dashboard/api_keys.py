@@ -7,7 +7,7 @@ in one place: a MEMBER who posts a form by hand gets 403 like on the API.
 from flask import flash, redirect, render_template, url_for
 
 from app.dashboard import bp
-from app.dashboard.forms import ApiKeyIssueForm, ApiKeyRotateForm, ConfirmForm
+from app.dashboard.forms import ApiKeyIssueForm, ConfirmForm
 from app.dashboard.session import current_membership, member_required
 from app.errors import InvalidRequest
 from app.extensions import db
@@ -22,7 +22,6 @@ def _render(issued: api_keys.IssuedKey | None = None, status: int = 200):
         keys=api_keys.list_keys(membership.account_id),
         can_manage=membership.can_manage_api_keys,
         issue_form=ApiKeyIssueForm(formdata=None),
-        rotate_form=ApiKeyRotateForm(formdata=None),
         confirm_form=ConfirmForm(formdata=None),
         issued=issued,
     )
@@ -48,8 +47,8 @@ def issue_api_key():
 @bp.post("/api-keys/<key_id>/rotate")
 @member_required
 def rotate_api_key(key_id: str):
-    form = _submitted(ApiKeyRotateForm())
-    issued = api_keys.rotate(current_membership(), key_id, label=form.label.data or None)
+    _submitted(ConfirmForm())
+    issued = api_keys.rotate(current_membership(), key_id)
     db.session.commit()
     return _render(issued, 201)
 

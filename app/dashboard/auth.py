@@ -1,11 +1,11 @@
 """Dashboard sign-in, sign-out and choosing which account to act in."""
 
 from flask import flash, redirect, render_template, request, session, url_for
-from flask_login import current_user, login_required, login_user, logout_user
+from flask_login import current_user, login_required
 
 from app.dashboard import bp
 from app.dashboard.forms import AccountSwitchForm, LoginForm
-from app.dashboard.session import ACCOUNT_SESSION_KEY
+from app.dashboard.session import ACCOUNT_SESSION_KEY, end_session, start_session
 from app.errors import Unauthorized
 from app.extensions import db
 from app.services import accounts
@@ -23,12 +23,13 @@ def login():
             flash("Invalid e-mail or password.", "error")
             return render_template("dashboard/login.html", form=form), 401
         db.session.commit()
-        session.clear()
-        login_user(user)
+        start_session(user)
         memberships = accounts.active_memberships(user)
         if len(memberships) == 1:
             session[ACCOUNT_SESSION_KEY] = memberships[0].account_id
             return redirect(url_for("dashboard.overview"))
+        if not memberships and user.is_staff:
+            return redirect(url_for("dashboard.back_office"))
         return redirect(url_for("dashboard.choose_account"))
     return render_template("dashboard/login.html", form=form), 400 if form.errors else 200
 
@@ -36,8 +37,7 @@ def login():
 @bp.post("/logout")
 @login_required
 def logout():
-    logout_user()
-    session.clear()
+    end_session()
     flash("You have been signed out.", "info")
     return redirect(url_for("dashboard.login"))
 

@@ -19,9 +19,5 @@ class ApiKeyIssueForm(FlaskForm):
     test = BooleanField("Test mode (sandbox) key", default=True)
 
 
-class ApiKeyRotateForm(FlaskForm):
-    label = StringField("New label (optional)", validators=[Optional(), Length(max=64)])
-
-
 class ConfirmForm(FlaskForm):
     """A button that changes something: only the CSRF token travels."""

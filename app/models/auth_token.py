@@ -1,4 +1,4 @@
-"""Dashboard JWTs ended by logout, kept until they would have expired anyway."""
+"""JWTs (`jti`) and dashboard sessions (`sid`) ended by logout, kept until they would expire."""
 
 from datetime import datetime
 

@@ -4,6 +4,8 @@ Passwords are hashed with Argon2id (argon2-cffi defaults, RFC 9106 low-memory pr
 hashes made with older parameters are upgraded at the next successful login.
 """
 
+from dataclasses import dataclass
+
 import sqlalchemy as sa
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -11,7 +13,7 @@ from email_validator import EmailNotValidError, validate_email
 
 from app.errors import InvalidRequest, Unauthorized
 from app.extensions import db
-from app.models import Account, Membership, Role, User
+from app.models import Account, ApiKey, Membership, Role, User
 
 MIN_PASSWORD_LENGTH = 10
 _hasher = PasswordHasher()
@@ -63,17 +65,22 @@ def set_password(user: User, password: str) -> None:
     user.password_hash = hash_password(password)
 
 
-def add_membership(account: Account, user: User, role: Role) -> Membership:
-    """Give a user a role in an account (updating the role if they already belong)."""
+def add_membership(account: Account, user: User, role: Role | None = None) -> Membership:
+    """Make a user an active member of an account.
+
+    A new member gets `role` (MEMBER when none is given); an existing member keeps their role
+    unless one is given, so re-running a command never demotes an OWNER by accident.
+    """
     membership = db.session.scalar(
         sa.select(Membership).where(
             Membership.account_id == account.id, Membership.user_id == user.id
         )
     )
     if membership is None:
-        membership = Membership(account=account, user=user, role=role)
+        membership = Membership(account=account, user=user, role=role or Role.MEMBER)
         db.session.add(membership)
-    membership.role = role
+    elif role is not None:
+        membership.role = role
     membership.active = True
     db.session.flush()
     return membership
@@ -122,3 +129,28 @@ def authenticate(email: str, password: str) -> User:
     if _hasher.check_needs_rehash(user.password_hash):
         user.password_hash = _hasher.hash(password)
     return user
+
+
+@dataclass(frozen=True)
+class AccountSummary:
+    account: Account
+    active_members: int
+    active_api_keys: int
+
+
+def platform_accounts() -> list[AccountSummary]:
+    """Every merchant account with its active members and keys, for platform staff."""
+    members = (
+        sa.select(sa.func.count(Membership.id))
+        .where(Membership.account_id == Account.id, Membership.active)
+        .scalar_subquery()
+    )
+    keys = (
+        sa.select(sa.func.count(ApiKey.id))
+        .where(ApiKey.account_id == Account.id, ApiKey.revoked_at.is_(None))
+        .scalar_subquery()
+    )
+    rows = db.session.execute(
+        sa.select(Account, members, keys).order_by(Account.created_at.desc(), Account.id)
+    )
+    return [AccountSummary(account, int(m), int(k)) for account, m, k in rows]

@@ -1,4 +1,4 @@
-"""Dashboard JWTs: issued at login, checked on every JWT route, ended by logout.
+"""Dashboard JWTs and the revocation list that logout writes (for JWTs and dashboard sessions).
 
 The algorithm is pinned (HS256) and `exp`, `iat`, `sub`, `jti` and `account` are required, so
 an `alg: none` token or one without an expiry is refused. Membership and role are read again
@@ -95,7 +95,7 @@ def authenticate_token(token: str) -> TokenIdentity:
         raise Unauthorized("The token has expired; log in again.") from None
     except jwt.InvalidTokenError:
         raise Unauthorized() from None
-    if db.session.get(RevokedToken, claims["jti"]) is not None:
+    if is_revoked(claims["jti"]):
         raise Unauthorized("The token has been revoked; log in again.")
     membership = accounts.active_membership(claims["sub"], claims["account"])
     if membership is None:
@@ -104,10 +104,18 @@ def authenticate_token(token: str) -> TokenIdentity:
 
 
 def revoke_token(claims: dict) -> None:
-    """End a token before its expiry (logout). Revoking twice is harmless."""
-    if db.session.get(RevokedToken, claims["jti"]) is None:
-        expires_at = datetime.fromtimestamp(claims["exp"], tz=UTC)
-        db.session.add(RevokedToken(jti=claims["jti"], expires_at=expires_at))
+    """End a JWT before its expiry (API logout)."""
+    revoke(claims["jti"], datetime.fromtimestamp(claims["exp"], tz=UTC))
+
+
+def revoke(token_id: str, expires_at: datetime) -> None:
+    """End a JWT (`jti`) or dashboard session (`sid`); kept until it would have expired."""
+    if not is_revoked(token_id):
+        db.session.add(RevokedToken(jti=token_id, expires_at=expires_at))
+
+
+def is_revoked(token_id: str) -> bool:
+    return db.session.get(RevokedToken, token_id) is not None
 
 
 def prune_revoked_tokens(now: datetime | None = None) -> int:

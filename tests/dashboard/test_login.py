@@ -112,3 +112,25 @@ def test_removed_member_is_sent_to_choose_an_account(app, client, owner):
         db.session.commit()
     response = client.get("/dashboard/api-keys")
     assert response.headers["Location"].endswith("/dashboard/accounts")
+
+
+def test_a_copied_session_cookie_stops_working_at_sign_out(app, client, owner):
+    """Logout ends the session on the server, not only in this browser."""
+    sign_in(client, owner)
+    stolen = client.get_cookie("session").value
+    post_form(client, "/dashboard/", "/dashboard/logout")
+    thief = app.test_client()
+    thief.set_cookie("session", stolen)
+    response = thief.get("/dashboard/")
+    assert response.status_code == 302
+    assert "/dashboard/login" in response.headers["Location"]
+
+
+def test_pages_and_api_answers_are_not_cached(client, owner, owner_headers):
+    sign_in(client, owner)
+    for response in (
+        client.get("/dashboard/api-keys"),
+        client.get("/v1/api-keys", headers=owner_headers),
+    ):
+        assert response.headers["Cache-Control"] == "no-store"
+    assert "no-store" not in client.get("/static/app.css").headers.get("Cache-Control", "")
