@@ -31,6 +31,17 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+ERROR_DESCRIPTIONS = {
+    400: "invalid_request_error: the request is invalid (see error.details).",
+    401: "authentication_error/unauthorized: missing or invalid credentials.",
+    403: "permission_error: the caller may not do this.",
+    404: "not_found_error/not_found: no such resource in the caller's account.",
+    409: "conflict_error: idempotency conflict or a state that forbids the action.",
+    422: "invalid_request_error/unprocessable_entity: a business rule refuses the request.",
+    503: "api_error/service_unavailable: a dependency is down; retry later.",
+}
+
+
 class ApiArgumentsParser(FlaskParser):
     """Validation failures become 400 `invalid_request` with one `details` entry per field."""
 
@@ -56,7 +67,12 @@ def _flatten_messages(messages, prefix=""):
     """Yield (dotted.param, message) from marshmallow's nested message dicts."""
     for key, value in messages.items():
         location_level = prefix == "" and key in {"json", "query", "headers", "form", "view_args"}
-        path = prefix if location_level else (f"{prefix}.{key}" if prefix else str(key))
+        if location_level:
+            path = prefix
+        elif key == "_schema":  # marshmallow's name for "the body as a whole"
+            path = prefix or "body"
+        else:
+            path = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, dict):
             yield from _flatten_messages(value, path if not location_level else "")
         else:
@@ -71,6 +87,18 @@ class Blueprint(SmorestBlueprint):
     """flask-smorest Blueprint whose argument errors speak the contract's envelope."""
 
     ARGUMENTS_PARSER = ApiArgumentsParser()
+
+    def errors(self, *statuses: int):
+        """Document the error answers a route can give, each in the error envelope."""
+
+        def decorator(view):
+            for status in statuses:
+                view = self.alt_response(
+                    status, schema=errors.ErrorSchema, description=ERROR_DESCRIPTIONS[status]
+                )(view)
+            return view
+
+        return decorator
 
 
 class AcmeApi(Api):

@@ -23,6 +23,7 @@ class ApiKeys(MethodView):
 
     @blp.doc(security=JWT_SECURITY)
     @blp.response(200, ApiKeyListSchema)
+    @blp.errors(401)
     def get(self):
         """List the account's keys (metadata only) and whether the caller may manage them."""
         membership = current_membership()
@@ -34,6 +35,7 @@ class ApiKeys(MethodView):
     @blp.doc(security=JWT_SECURITY)
     @blp.arguments(ApiKeyCreateSchema)
     @blp.response(201, IssuedApiKeySchema)
+    @blp.errors(401, 403)
     def post(self, data):
         """Issue a key; its cleartext is in this answer only."""
         mode = KeyMode.TEST if data["test"] else KeyMode.LIVE
@@ -49,6 +51,7 @@ class ApiKeyRotation(MethodView):
     @blp.doc(security=JWT_SECURITY)
     @blp.arguments(ApiKeyRotateSchema, required=False)
     @blp.response(201, IssuedApiKeySchema)
+    @blp.errors(401, 403, 404)
     def post(self, data, key_id):
         """Replace a key: the old one is dead when this returns; mode and label carry over."""
         issued = api_keys.rotate(current_membership(), key_id, label=data.get("label"))
@@ -62,6 +65,7 @@ class ApiKeyById(MethodView):
 
     @blp.doc(security=JWT_SECURITY)
     @blp.response(200, RevokedSchema)
+    @blp.errors(401, 403, 404)
     def delete(self, key_id):
         """Revoke a key for good."""
         api_keys.revoke(current_membership(), key_id)

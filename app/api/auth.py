@@ -16,6 +16,7 @@ blp = Blueprint("auth", __name__, url_prefix="/v1/auth", description="Dashboard 
 class Login(MethodView):
     @blp.arguments(LoginSchema)
     @blp.response(200, TokenSchema)
+    @blp.errors(401)
     def post(self, data):
         """Exchange e-mail and password for a dashboard JWT scoped to one account."""
         issued = auth.login(data["email"], data["password"], data["accountId"])
@@ -37,6 +38,7 @@ class Logout(MethodView):
 
     @blp.doc(security=JWT_SECURITY)
     @blp.response(204)
+    @blp.errors(401)
     def post(self):
         """End this token now; later calls with it get 401."""
         auth.revoke_token(g.token_claims)

@@ -1,5 +1,6 @@
 """Liveness and readiness probes for load balancers and process managers."""
 
+import marshmallow as ma
 import sqlalchemy as sa
 from flask.views import MethodView
 from redis.exceptions import RedisError
@@ -10,9 +11,22 @@ from app.extensions import Blueprint, db, get_redis
 blp = Blueprint("health", __name__, description="Health checks (no authentication)")
 
 
+class LivenessSchema(ma.Schema):
+    status = ma.fields.String(metadata={"example": "ok"})
+
+
+class ReadinessSchema(ma.Schema):
+    status = ma.fields.String(metadata={"enum": ["ready", "unavailable"]})
+    checks = ma.fields.Dict(
+        keys=ma.fields.String(),
+        values=ma.fields.String(metadata={"enum": ["ok", "unreachable"]}),
+        metadata={"description": "One entry per dependency: database, redis."},
+    )
+
+
 @blp.route("/healthz")
 class Liveness(MethodView):
-    @blp.response(200)
+    @blp.response(200, LivenessSchema)
     def get(self):
         """The process is up and serving requests."""
         return {"status": "ok"}
@@ -20,8 +34,8 @@ class Liveness(MethodView):
 
 @blp.route("/readyz")
 class Readiness(MethodView):
-    @blp.response(200)
-    @blp.alt_response(503, description="A dependency is unreachable.")
+    @blp.response(200, ReadinessSchema)
+    @blp.alt_response(503, schema=ReadinessSchema, description="A dependency is unreachable.")
     def get(self):
         """The database and Redis answer; 503 names the one that does not."""
         checks = {"database": _database_ok(), "redis": _redis_ok()}

@@ -11,7 +11,7 @@ from flask import g, request
 
 from app.errors import Unauthorized
 from app.extensions import db
-from app.models import ApiKey, Membership
+from app.models import Membership
 from app.services import api_keys, auth
 
 API_KEY_HEADER = "apikey"
@@ -29,7 +29,8 @@ def require_api_key(view):
     @wraps(view)
     def wrapper(*args, **kwargs):
         key = api_keys.authenticate(request.headers.get(API_KEY_HEADER))
-        db.session.commit()  # keeps last_used_at; nothing else is pending yet
+        if db.session.dirty:
+            db.session.commit()  # last_used_at moved; nothing else is pending yet
         g.api_key = key
         g.api_key_fingerprint = key.fingerprint
         g.account_id = key.account_id
@@ -55,13 +56,5 @@ def require_jwt(view):
     return wrapper
 
 
-def current_account_id() -> str:
-    return g.account_id
-
-
 def current_membership() -> Membership:
     return g.membership
-
-
-def current_api_key() -> ApiKey | None:
-    return g.get("api_key")

@@ -51,31 +51,48 @@ def create_account(name: str, test_key: bool) -> None:
 
 @users_cli.command("add")
 @click.argument("email")
-@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
-@click.option("--name", default=None)
+@click.option("--password", default=None, help="For a new user; prompted for when omitted.")
+@click.option("--name", default=None, help="For a new user.")
+@click.option("--staff", is_flag=True, help="New user is platform staff (back-office).")
 @click.option("--account", "account_id", default=None, help="Account id to add the user to.")
 @click.option(
     "--role",
     type=click.Choice([r.value for r in Role]),
-    default=Role.MEMBER.value,
-    show_default=True,
+    default=None,
+    help="Role in --account: MEMBER for a new member; an existing member's role is kept.",
 )
-@click.option("--staff", is_flag=True, help="Platform staff (back-office) user.")
 @_fail_on_api_error
 def add_user(
-    email: str, password: str, name: str | None, account_id: str | None, role: str, staff: bool
+    email: str,
+    password: str | None,
+    name: str | None,
+    staff: bool,
+    account_id: str | None,
+    role: str | None,
 ) -> None:
-    """Add a user (or, for an existing e-mail, a membership) and print the user id."""
-    user = accounts.find_user_by_email(email) or accounts.add_user(
-        email, password, name=name, is_staff=staff
-    )
-    if account_id:
-        account = db.session.get(Account, account_id)
-        if account is None:
-            raise click.ClickException(f"No account {account_id}.")
-        accounts.add_membership(account, user, Role(role))
+    """Add a user, or add an existing user to an account; prints the user id."""
+    account = _account_or_fail(account_id) if account_id else None
+    user = accounts.find_user_by_email(email)
+    if user is None:
+        password = password or click.prompt("Password", hide_input=True, confirmation_prompt=True)
+        user = accounts.add_user(email, password, name=name, is_staff=staff)
+    elif password or name or staff:
+        raise click.ClickException(
+            f"{email} already exists: --password, --name and --staff apply to new users only."
+        )
+    if account is not None:
+        accounts.add_membership(account, user, Role(role) if role else None)
+    elif role:
+        raise click.ClickException("--role needs --account.")
     db.session.commit()
     click.echo(f"user_id={user.id}")
+
+
+def _account_or_fail(account_id: str) -> Account:
+    account = db.session.get(Account, account_id)
+    if account is None:
+        raise click.ClickException(f"No account {account_id}.")
+    return account
 
 
 @demo_cli.command("seed")

@@ -32,7 +32,3 @@ class ApiKey(db.Model):
     replaced_by_id: Mapped[str | None] = mapped_column(sa.ForeignKey("api_keys.id"))
 
     account: Mapped[Account] = relationship()
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None

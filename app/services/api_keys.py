@@ -15,14 +15,15 @@ from datetime import timedelta
 import sqlalchemy as sa
 from flask import current_app
 
-from app.errors import NotFound, PermissionDenied, Unauthorized
+from app.errors import InvalidRequest, NotFound, PermissionDenied, Unauthorized
 from app.extensions import db
 from app.models import Account, ApiKey, KeyMode, Membership
 from app.models.base import utcnow
 from app.services import audit
 
-KEY_PATTERN = re.compile(r"^ak_(live|test)_[A-Za-z0-9_-]{32}$")
+KEY_PATTERN = re.compile(r"ak_(live|test)_[A-Za-z0-9_-]{32}")
 PREFIX_LENGTH = 12
+MAX_LABEL_LENGTH = 64
 ROLE_REQUIRED = "API_KEY_ROLE_REQUIRED"
 
 
@@ -71,18 +72,12 @@ def issue(actor: Membership, *, label: str | None, mode: KeyMode) -> IssuedKey:
 def rotate(actor: Membership, key_id: str, *, label: str | None = None) -> IssuedKey:
     """Revoke the key and issue its replacement in one transaction.
 
-    The revocation is a conditional UPDATE, so two concurrent rotations of one key cannot both
-    succeed: the loser sees the key already revoked and gets 404, like any unknown key.
+    Two concurrent rotations (or a rotation racing a revocation) cannot both succeed: the
+    revocation is conditional, and the loser sees the key already revoked and gets 404.
     """
     require_manager(actor)
     old = _get_active(actor.account_id, key_id)
-    revoked = db.session.execute(
-        sa.update(ApiKey)
-        .where(ApiKey.id == old.id, ApiKey.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
-        .execution_options(synchronize_session="fetch")
-    )
-    if revoked.rowcount != 1:
+    if not _revoke_if_active(old):
         raise NotFound("No such API key.")
     issued = _create(
         actor.account_id,
@@ -109,15 +104,42 @@ def revoke(actor: Membership, key_id: str) -> ApiKey:
     )
     if key is None:
         raise NotFound("No such API key.")
-    if key.revoked_at is None:
-        key.revoked_at = utcnow()
+    if _revoke_if_active(key):
         _audit(actor.account_id, actor.user_id, "api_key.revoked", key)
     return key
 
 
+def revoke_labelled(account_id: str, label: str) -> int:
+    """Revoke every active key of the account with this label, as the system (demo seed)."""
+    keys = db.session.scalars(
+        sa.select(ApiKey).where(
+            ApiKey.account_id == account_id, ApiKey.label == label, ApiKey.revoked_at.is_(None)
+        )
+    ).all()
+    revoked = [key for key in keys if _revoke_if_active(key)]
+    for key in revoked:
+        _audit(account_id, None, "api_key.revoked", key, via="cli")
+    return len(revoked)
+
+
+def _revoke_if_active(key: ApiKey) -> bool:
+    """Conditional revocation: True only for the one caller that actually revoked the key."""
+    now = utcnow()
+    result = db.session.execute(
+        sa.update(ApiKey)
+        .where(ApiKey.id == key.id, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount == 1:
+        key.revoked_at = now
+        return True
+    return False
+
+
 def authenticate(presented: str | None) -> ApiKey:
     """The active key matching exactly what was sent, or 401 (missing, wrong, padded, revoked)."""
-    if not presented or not KEY_PATTERN.match(presented):
+    if not presented or not KEY_PATTERN.fullmatch(presented):
         raise Unauthorized("Missing or invalid API key.")
     key = db.session.scalar(
         sa.select(ApiKey)
@@ -154,6 +176,8 @@ def _get_active(account_id: str, key_id: str) -> ApiKey:
 
 
 def _create(account_id: str, user_id: str | None, *, label: str | None, mode: KeyMode) -> IssuedKey:
+    if label is not None and len(label) > MAX_LABEL_LENGTH:
+        raise InvalidRequest(f"label must be at most {MAX_LABEL_LENGTH} characters.", param="label")
     cleartext = _new_cleartext(mode)
     key = ApiKey(
         account_id=account_id,

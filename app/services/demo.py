@@ -1,7 +1,8 @@
 """The demo merchant a newcomer gets: an owner, a staff user, and fresh test and live keys.
 
 Seeding is idempotent: a second run reuses the account and users (resetting their demo
-passwords so the printed login works) and issues a fresh pair of keys.
+passwords so the printed login works), revokes the previous demo keys and issues a fresh
+pair, so the keys just printed are the demo's only keys.
 """
 
 from dataclasses import asdict, dataclass
@@ -18,6 +19,7 @@ DEMO_OWNER_EMAIL = "owner@demo-store.example.com"
 DEMO_OWNER_PASSWORD = "demo-owner-password"  # noqa: S105 (printed to the newcomer on purpose)
 DEMO_STAFF_EMAIL = "staff@acmepay.example.com"
 DEMO_STAFF_PASSWORD = "demo-staff-password"  # noqa: S105
+DEMO_KEY_LABELS = {KeyMode.TEST: "demo seed (test)", KeyMode.LIVE: "demo seed (live)"}
 
 
 @dataclass(frozen=True)
@@ -57,15 +59,17 @@ def seed() -> DemoSeed:
     )
     account = membership.account if membership else accounts.create_account(DEMO_ACCOUNT_NAME)
     accounts.add_membership(account, owner, Role.OWNER)
-    test_key = api_keys.issue_for_account(account.id, label="demo seed (test)", mode=KeyMode.TEST)
-    live_key = api_keys.issue_for_account(account.id, label="demo seed (live)", mode=KeyMode.LIVE)
+    fresh = {}
+    for mode, label in DEMO_KEY_LABELS.items():
+        api_keys.revoke_labelled(account.id, label)
+        fresh[mode] = api_keys.issue_for_account(account.id, label=label, mode=mode).cleartext
     return DemoSeed(
         account_id=account.id,
         account_name=account.name,
         email=DEMO_OWNER_EMAIL,
         password=DEMO_OWNER_PASSWORD,
-        test_api_key=test_key.cleartext,
-        live_api_key=live_key.cleartext,
+        test_api_key=fresh[KeyMode.TEST],
+        live_api_key=fresh[KeyMode.LIVE],
         staff_email=DEMO_STAFF_EMAIL,
         staff_password=DEMO_STAFF_PASSWORD,
         dashboard_url=f"{current_app.config['PUBLIC_BASE_URL']}/dashboard/",

@@ -245,3 +245,25 @@ def test_concurrent_rotations_of_one_key_replace_it_once(app, client, owner_head
     listing = client.get("/v1/api-keys", headers=owner_headers).json["data"]
     assert [k["id"] for k in listing] == [created[0]["id"]]
     assert _whoami(client, old["apiKey"]).status_code == 401
+
+
+def test_test_flag_must_be_a_real_boolean(client, owner_headers):
+    for value in ("yes", 1, "true"):
+        response = client.post("/v1/api-keys", headers=owner_headers, json={"test": value})
+        assert_error(response, 400, "invalid_request_error", "invalid_request", param="test")
+
+
+def test_a_body_that_is_not_an_object_is_named_body(client, owner_headers):
+    response = client.post("/v1/api-keys", headers=owner_headers, json=["label"])
+    error = assert_error(response, 400, "invalid_request_error", "invalid_request", param="body")
+    assert error["details"][0]["param"] == "body"
+
+
+def test_label_limit_holds_for_every_caller_of_the_service(app, owner):
+    from app.errors import InvalidRequest
+    from app.models import KeyMode
+    from app.services import api_keys
+
+    with app.app_context(), pytest.raises(InvalidRequest) as refused:
+        api_keys.issue_for_account(owner.account_id, label="x" * 65, mode=KeyMode.TEST)
+    assert refused.value.param == "label"

@@ -95,20 +95,50 @@ def test_demo_seed_is_idempotent_and_prints_what_a_newcomer_needs(app, client):
     assert first["test_api_key"].startswith("ak_test_") and first["live_api_key"].startswith(
         "ak_live_"
     )
-    for key in (first["test_api_key"], second["test_api_key"], second["live_api_key"]):
+    for key in (second["test_api_key"], second["live_api_key"]):
         assert client.get("/v1/test-probe/whoami", headers={"apikey": key}).status_code == 200
+    for key in (first["test_api_key"], first["live_api_key"]):
+        assert client.get("/v1/test-probe/whoami", headers={"apikey": key}).status_code == 401
     with app.app_context():
         assert db.session.scalar(sa.select(sa.func.count()).select_from(Account)) == 1
         assert db.session.scalar(sa.select(sa.func.count()).select_from(Membership)) == 1
         staff = db.session.scalar(sa.select(User).where(User.email == second["staff_email"]))
         assert staff.is_staff
-    for who in ("", "staff_"):
-        login = client.post(
-            "/v1/auth/login" if not who else "/dashboard/login",
-            json={"email": second[f"{who}email"], "password": second[f"{who}password"]},
-        )
-        if not who:
-            assert login.status_code == 200
+    login = client.post(
+        "/v1/auth/login", json={"email": second["email"], "password": second["password"]}
+    )
+    assert login.status_code == 200
     assert second["dashboard_url"].endswith("/dashboard/")
     text = _run(app, "demo", "seed")
     assert "Owner login:" in text and "Test API key: ak_test_" in text and "/dashboard/" in text
+
+
+def test_users_add_never_changes_an_existing_user_silently(app, client):
+    """Re-running `users add` for an existing OWNER neither demotes them nor drops options."""
+    account_id = _run(app, "accounts", "create", "Mercado").split("account_id=")[1].split()[0]
+    email = "dona@mercado.example.com"
+    _run(
+        app,
+        "users",
+        "add",
+        email,
+        "--password",
+        "senha muito boa",
+        "--account",
+        account_id,
+        "--role",
+        "OWNER",
+    )
+    second_account = _run(app, "accounts", "create", "Filial").split("account_id=")[1].split()[0]
+    _run(app, "users", "add", email, "--account", second_account)
+    _run(app, "users", "add", email, "--account", account_id)
+    with app.app_context():
+        roles = dict(db.session.execute(sa.select(Membership.account_id, Membership.role)).all())
+    assert roles == {account_id: "OWNER", second_account: "MEMBER"}
+    for extra in (["--password", "outra senha longa"], ["--staff"], ["--name", "X"]):
+        result = app.test_cli_runner().invoke(args=["users", "add", email, *extra])
+        assert result.exit_code != 0 and "new users only" in result.output
+    result = app.test_cli_runner().invoke(
+        args=["users", "add", "x@y.example.com", "--password", "long enough pw", "--role", "ADMIN"]
+    )
+    assert result.exit_code != 0 and "--role needs --account" in result.output

@@ -52,6 +52,7 @@ def stack(tmp_path):
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so teardown can stop every child
     )
 
     def output() -> str:

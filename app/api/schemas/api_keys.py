@@ -2,6 +2,7 @@
 
 import marshmallow as ma
 
+from app.api.schemas.fields import StrictBoolean
 from app.models import KeyMode
 
 
@@ -9,7 +10,7 @@ class ApiKeyCreateSchema(ma.Schema):
     label = ma.fields.String(
         load_default=None, allow_none=True, validate=ma.validate.Length(max=64)
     )
-    test = ma.fields.Boolean(load_default=False)
+    test = StrictBoolean(load_default=False)
 
 
 class ApiKeyRotateSchema(ma.Schema):
