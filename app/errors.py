@@ -12,6 +12,7 @@ from http import HTTPStatus
 
 import marshmallow as ma
 from flask import Flask, g, jsonify, make_response, render_template, request
+from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,10 @@ def api_error_from_http(exc: HTTPException) -> ApiError:
 
 
 def _plain_message(exc: HTTPException) -> str:
+    if isinstance(exc, CSRFError):
+        return (
+            "This form has expired or did not come from this site. Reload the page and try again."
+        )
     if exc.code == 404:
         return "No such route or resource."
     if exc.code == 405:

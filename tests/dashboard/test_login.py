@@ -41,7 +41,7 @@ def test_login_without_csrf_token_is_refused(client, owner):
         "/dashboard/login", data={"email": owner.email, "password": owner.password}
     )
     assert response.status_code == 400
-    assert "CSRF" in response.get_data(as_text=True)
+    assert "This form has expired" in response.get_data(as_text=True)
     assert client.get("/dashboard/").status_code == 302
 
 
