@@ -90,7 +90,8 @@ def supervise(children: dict[str, subprocess.Popen]) -> int:
 def main() -> int:
     load_env_file()
     os.environ.setdefault("APP_ENV", "development")
-    os.environ.setdefault("SECRET_KEY", local_secret())
+    if not os.environ.get("SECRET_KEY"):
+        os.environ["SECRET_KEY"] = local_secret()
     port = int(os.environ.get("PORT", "5000"))
     os.environ.setdefault("PUBLIC_BASE_URL", f"http://127.0.0.1:{port}")
     embedded = None

@@ -6,7 +6,9 @@ to platform staff.
 """
 
 from flask import Blueprint, Flask, redirect, url_for
+from flask_login import current_user
 
+from app.dashboard.session import current_membership
 from app.extensions import login_manager
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
@@ -18,8 +20,14 @@ NAV_ITEMS = (
 STAFF_NAV_ITEMS = (("dashboard.back_office", "Back-office"),)
 
 
+def visible_nav_items() -> tuple:
+    """Merchant pages for someone acting in an account, plus back-office for staff."""
+    items = NAV_ITEMS if current_membership() else ()
+    return items + (STAFF_NAV_ITEMS if current_user.is_staff else ())
+
+
 def register_dashboard(app: Flask) -> None:
-    from app.dashboard import api_keys, auth, back_office, overview, session  # noqa: F401
+    from app.dashboard import api_keys, auth, back_office, overview  # noqa: F401 (views)
 
     login_manager.login_view = "dashboard.login"
     login_manager.login_message = "Please sign in to continue."
@@ -28,11 +36,7 @@ def register_dashboard(app: Flask) -> None:
 
     @app.context_processor
     def dashboard_globals():
-        return {
-            "nav_items": NAV_ITEMS,
-            "staff_nav_items": STAFF_NAV_ITEMS,
-            "current_membership": session.current_membership,
-        }
+        return {"nav_items": visible_nav_items, "current_membership": current_membership}
 
     @app.get("/")
     def root():

@@ -4,6 +4,8 @@ from flask_wtf import FlaskForm
 from wtforms import BooleanField, EmailField, HiddenField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length, Optional
 
+from app.services.api_keys import MAX_LABEL_LENGTH
+
 
 class LoginForm(FlaskForm):
     email = EmailField("E-mail", validators=[DataRequired(), Length(max=254)])
@@ -15,7 +17,7 @@ class AccountSwitchForm(FlaskForm):
 
 
 class ApiKeyIssueForm(FlaskForm):
-    label = StringField("Label", validators=[Optional(), Length(max=64)])
+    label = StringField("Label", validators=[Optional(), Length(max=MAX_LABEL_LENGTH)])
     test = BooleanField("Test mode (sandbox) key", default=True)
 
 

@@ -84,8 +84,7 @@ def static_payload(
     description: str | None = None,
 ) -> str:
     """A reusable code for a Pix key, optionally with a fixed amount and a short txid."""
-    if txid != DYNAMIC_TXID and not _STATIC_TXID.fullmatch(txid):
-        raise BrCodeError("a static txid is 1 to 25 letters and digits, or ***")
+    _check_static_txid(txid)
     account_info = _field("00", GUI) + _field(
         "01", _bounded(pix_key, MAX_KEY_OR_LOCATION, "Pix key")
     )
@@ -146,6 +145,11 @@ def _field(field_id: str, value: str) -> str:
     return f"{field_id}{len(value):02d}{value}"
 
 
+def _check_static_txid(txid: str) -> None:
+    if txid != DYNAMIC_TXID and not _STATIC_TXID.fullmatch(txid):
+        raise BrCodeError("a static txid is 1 to 25 letters and digits, or ***")
+
+
 def _bounded(value: str, limit: int, what: str) -> str:
     if not value or len(value) > limit:
         raise BrCodeError(f"the {what} must be 1 to {limit} characters")
@@ -184,8 +188,7 @@ def parse(payload: str) -> BrCode:
         raise BrCodeError("field 62 must carry the txid in 05")
     if account["25"] is not None and txid != DYNAMIC_TXID:
         raise BrCodeError("a dynamic code carries *** as its txid")
-    if txid != DYNAMIC_TXID and not _STATIC_TXID.fullmatch(txid):
-        raise BrCodeError("a static txid is 1 to 25 letters and digits, or ***")
+    _check_static_txid(txid)
     return BrCode(
         single_use=fields.get("01") == "12",
         pix_key=account["01"],

@@ -33,7 +33,7 @@ def is_valid_cnpj(document: str) -> bool:
 
 
 def tax_id_kind(document: str) -> str | None:
-    """ "CPF" or "CNPJ" for a valid unformatted id, None otherwise."""
+    """The kind of a valid unformatted id, `CPF` or `CNPJ`; None when it is neither."""
     if is_valid_cpf(document):
         return "CPF"
     if is_valid_cnpj(document):

@@ -116,10 +116,12 @@ def revoke_labelled(account_id: str, label: str) -> int:
             ApiKey.account_id == account_id, ApiKey.label == label, ApiKey.revoked_at.is_(None)
         )
     ).all()
-    revoked = [key for key in keys if _revoke_if_active(key)]
-    for key in revoked:
-        _audit(account_id, None, "api_key.revoked", key, via="cli")
-    return len(revoked)
+    revoked = 0
+    for key in keys:
+        if _revoke_if_active(key):
+            _audit(account_id, None, "api_key.revoked", key, via="cli")
+            revoked += 1
+    return revoked
 
 
 def _revoke_if_active(key: ApiKey) -> bool:

@@ -59,7 +59,7 @@ def validate_key(key: str | None, param: str) -> str:
 
 
 def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
-    """Hash of what was asked: method, path and body (JSON canonicalised: key order and
+    """Hash of what was asked: method, path and body, the JSON canonicalised (key order and
     spacing do not count)."""
     try:
         body = json.dumps(json.loads(raw_body or b"null"), sort_keys=True, separators=(",", ":"))
