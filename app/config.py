@@ -7,6 +7,7 @@ secret is refused, so a deployment that forgets a variable fails to start instea
 with a public signing key.
 """
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -17,6 +18,11 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEVELOPMENT_SECRET = "dev-only-insecure-secret-change-me"  # noqa: S105 (refused outside dev)
 LOCAL_ENVIRONMENTS = frozenset({"development", "testing"})
 MIN_IDEMPOTENCY_KEY_TTL_HOURS = 24
+DEFAULT_FEE_SCHEDULE = {
+    "charges": {
+        "PIX": {"provider": {"fixed": 0, "bps": 20}, "platform": {"fixed": 0, "bps": 79}},
+    },
+}
 
 
 def load_env_file() -> None:
@@ -66,6 +72,12 @@ def load_settings() -> dict:
         "API_KEY_LAST_USED_RESOLUTION_SECONDS": _env_int(
             "API_KEY_LAST_USED_RESOLUTION_SECONDS", 60
         ),
+        "FEE_SCHEDULE": json.loads(os.environ.get("FEE_SCHEDULE") or "null")
+        or DEFAULT_FEE_SCHEDULE,
+        "FRAUD_VELOCITY_WINDOW_SECONDS": _env_int("FRAUD_VELOCITY_WINDOW_SECONDS", 3600),
+        "FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER": _env_int("FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER", 5),
+        "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT": _env_int("FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT", 1000),
+        "CHARGE_EXPIRY_SWEEP_SECONDS": _env_int("CHARGE_EXPIRY_SWEEP_SECONDS", 10),
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": _env_bool(
@@ -100,7 +112,24 @@ def validate_settings(config: dict) -> None:
         raise RuntimeError(
             "Set SECRET_KEY (and JWT_SECRET) or, on a developer machine, APP_ENV=development."
         )
+    validate_fee_schedule(config["FEE_SCHEDULE"])
     if config["IDEMPOTENCY_KEY_TTL_HOURS"] < MIN_IDEMPOTENCY_KEY_TTL_HOURS:
         raise RuntimeError(
             f"IDEMPOTENCY_KEY_TTL_HOURS must be at least {MIN_IDEMPOTENCY_KEY_TTL_HOURS}."
         )
+
+
+def validate_fee_schedule(schedule: dict) -> None:
+    """Every rule is {fixed, bps} with non-negative integers, so fees are exact and never a
+    surprise at settlement time."""
+    for group, methods in schedule.items():
+        for method, rules in methods.items():
+            for party, rule in rules.items():
+                values = (rule or {}).get("fixed"), (rule or {}).get("bps")
+                if not all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values
+                ):
+                    raise RuntimeError(
+                        f"FEE_SCHEDULE {group}.{method}.{party} needs non-negative integers "
+                        "'fixed' (minor units) and 'bps' (basis points)."
+                    )

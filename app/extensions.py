@@ -53,14 +53,22 @@ class ApiArgumentsParser(FlaskParser):
             for param, message in _flatten_messages(error.normalized_messages())
         ]
         params = {d["param"] for d in details}
+        single = details[0]["param"] if len(params) == 1 else None
         raise errors.InvalidRequest(
             "The request has invalid fields: " + ", ".join(sorted(params)) + ".",
-            param=details[0]["param"] if len(params) == 1 else None,
+            code=_field_error_code(schema, single),
+            param=single,
             details=details,
         )
 
     def _handle_invalid_json_error(self, error, req, *args, **kwargs):
         raise errors.InvalidRequest("The request body is not valid JSON.")
+
+
+def _field_error_code(schema, param: str | None) -> str | None:
+    """A field may name a more specific code than `invalid_request` (amount: `invalid_amount`)."""
+    field = schema.fields.get(param) if param else None
+    return field.metadata.get("error_code") if field is not None else None
 
 
 def _flatten_messages(messages, prefix=""):

@@ -2,11 +2,18 @@
 
 from flask import Flask
 
-from app.api import api_keys, auth, docs, health
+from app.api import api_keys, auth, charges, docs, health
 from app.api.security import SECURITY_SCHEMES
 from app.extensions import api, csrf
 
-RESOURCE_BLUEPRINTS = (health.blp, auth.blp, api_keys.blp)
+RESOURCE_BLUEPRINTS = (
+    health.blp,
+    auth.blp,
+    api_keys.blp,
+    charges.blp,
+    charges.pix_blp,
+    charges.sandbox_blp,
+)
 
 
 def register_api(app: Flask) -> None:

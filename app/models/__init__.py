@@ -6,6 +6,15 @@ from app.models.audit import AuditLog
 from app.models.auth_token import RevokedToken
 from app.models.event import Event
 from app.models.idempotency import IdempotencyKey
+from app.models.ledger import LedgerAccount, LedgerEntry, LedgerPosting, Wallet, WalletType
+from app.models.refund import Refund, RefundStatus
+from app.models.transaction import (
+    Origin,
+    ReceivedPix,
+    ReceivedPixOutcome,
+    Transaction,
+    TransactionStatus,
+)
 
 __all__ = [
     "Account",
@@ -14,8 +23,20 @@ __all__ = [
     "Event",
     "IdempotencyKey",
     "KeyMode",
+    "LedgerAccount",
+    "LedgerEntry",
+    "LedgerPosting",
     "Membership",
+    "Origin",
+    "ReceivedPix",
+    "ReceivedPixOutcome",
+    "Refund",
+    "RefundStatus",
     "RevokedToken",
     "Role",
+    "Transaction",
+    "TransactionStatus",
     "User",
+    "Wallet",
+    "WalletType",
 ]

@@ -18,6 +18,8 @@ class Role(enum.StrEnum):
 
 
 MANAGING_ROLES = frozenset({Role.OWNER, Role.ADMIN})
+DEFAULT_CITY = "Sao Paulo"
+DEFAULT_CHARGE_EXPIRES_IN = 3600
 
 
 class Account(db.Model):
@@ -25,6 +27,8 @@ class Account(db.Model):
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     name: Mapped[str] = mapped_column(sa.String(120))
+    city: Mapped[str] = mapped_column(sa.String(60), default=DEFAULT_CITY)
+    charge_expires_in: Mapped[int] = mapped_column(default=DEFAULT_CHARGE_EXPIRES_IN)
     active: Mapped[bool] = mapped_column(default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -84,7 +84,7 @@ def stack(tmp_path):
 def _get(url):
     try:
         return requests.get(url, timeout=2).status_code == 200
-    except requests.ConnectionError:
+    except requests.RequestException:  # not listening yet, or still booting (read timeout)
         return False
 
 

@@ -1,0 +1,152 @@
+"""Pix charges (apikey): create (`/v1/charges` and the `/v1/pix/charges` shortcut), get, list;
+the public payload and QR image behind a dynamic BR Code's location; the sandbox payment.
+"""
+
+import marshmallow as ma
+from flask import Response, g
+from flask.views import MethodView
+
+from app.api.idempotency import IDEMPOTENCY_HEADER, idempotent
+from app.api.schemas.charges import (
+    ChargeCreateSchema,
+    ChargeListSchema,
+    ChargeQuerySchema,
+    PixChargeCreateSchema,
+    SandboxPaymentSchema,
+)
+from app.api.security import API_KEY_SECURITY, require_api_key
+from app.errors import NotFound
+from app.extensions import Blueprint, db
+from app.formats.charges import ChargeSchema
+from app.formats.locations import location_payload
+from app.models import Account, KeyMode
+from app.pix import qr
+from app.services import charges, sandbox
+from app.services.charges import ChargeQuery
+
+IDEMPOTENCY_PARAMETER = {
+    "in": "header",
+    "name": IDEMPOTENCY_HEADER,
+    "required": True,
+    "schema": {"type": "string", "minLength": 8, "maxLength": 128},
+    "description": "Required; a retry with the same key returns the first answer.",
+}
+CREATE_DOC = {"security": API_KEY_SECURITY, "parameters": [IDEMPOTENCY_PARAMETER]}
+
+blp = Blueprint("charges", __name__, url_prefix="/v1/charges", description="Pix charges (apikey)")
+pix_blp = Blueprint("pix", __name__, url_prefix="/v1/pix", description="Pix shortcut and codes")
+sandbox_blp = Blueprint(
+    "sandbox", __name__, url_prefix="/v1/sandbox", description="Sandbox (test-mode keys only)"
+)
+
+
+def _create(new: charges.NewCharge):
+    return charges.create_charge(g.account_id, g.api_key.mode, new)
+
+
+@blp.route("")
+class Charges(MethodView):
+    decorators = [require_api_key]
+
+    @blp.doc(**CREATE_DOC)
+    @idempotent("header")
+    @blp.arguments(ChargeCreateSchema)
+    @blp.response(201, ChargeSchema)
+    @blp.errors(400, 401, 403, 409, 422)
+    def post(self, new):
+        """Create a Pix charge: the answer carries the BR Code, QR and checkout address."""
+        return _create(new)
+
+    @blp.doc(security=API_KEY_SECURITY)
+    @blp.arguments(ChargeQuerySchema, location="query", unknown=ma.RAISE)
+    @blp.response(200, ChargeListSchema)
+    @blp.errors(400, 401)
+    def get(self, query):
+        """List charges, newest first, with cursor pagination."""
+        page = charges.list_charges(g.account_id, g.api_key.mode, ChargeQuery(**query))
+        db.session.commit()  # charges found expired on read
+        return {
+            "object": "list",
+            "data": page.data,
+            "has_more": page.has_more,
+            "next_cursor": page.next_cursor,
+        }
+
+
+@blp.route("/<charge_id>")
+class ChargeById(MethodView):
+    decorators = [require_api_key]
+
+    @blp.doc(security=API_KEY_SECURITY)
+    @blp.response(200, ChargeSchema)
+    @blp.errors(401, 404)
+    def get(self, charge_id):
+        """Read a charge by its ch_ id or raw id."""
+        charge = charges.get_charge(g.account_id, g.api_key.mode, charge_id)
+        db.session.commit()
+        return charge
+
+
+@pix_blp.route("/charges")
+class PixCharges(MethodView):
+    decorators = [require_api_key]
+
+    @pix_blp.doc(**CREATE_DOC)
+    @idempotent("header")
+    @pix_blp.arguments(PixChargeCreateSchema)
+    @pix_blp.response(201, ChargeSchema)
+    @pix_blp.errors(400, 401, 403, 409, 422)
+    def post(self, new):
+        """Create a Pix charge (shortcut: payment_method is pix)."""
+        return _create(new)
+
+
+@pix_blp.route("/locations/<location_id>")
+class PixLocation(MethodView):
+    @pix_blp.doc(security=[])
+    @pix_blp.response(200)
+    @pix_blp.errors(404)
+    def get(self, location_id):
+        """The payload behind a dynamic BR Code (no credentials: payers' banks read it)."""
+        charge = _located(location_id)
+        db.session.commit()
+        return location_payload(charge, db.session.get(Account, charge.account_id))
+
+
+@pix_blp.route("/locations/<location_id>/qr.png")
+class PixQrImage(MethodView):
+    @pix_blp.doc(security=[])
+    @pix_blp.response(200, content_type="image/png")
+    @pix_blp.errors(404)
+    def get(self, location_id):
+        """The QR code of a charge's BR Code, as a PNG image."""
+        charge = _located(location_id)
+        db.session.commit()
+        response = Response(qr.png(charge.pix_br_code), mimetype="image/png")
+        response.headers["Cache-Control"] = "public, max-age=86400, immutable"
+        return response
+
+
+def _located(location_id: str):
+    charge = charges.find_by_location(location_id)
+    if charge is None:
+        raise NotFound("No Pix code at this location.")
+    return charge
+
+
+@sandbox_blp.route("/charges/<charge_id>/pay")
+class SandboxPayment(MethodView):
+    decorators = [require_api_key]
+
+    @sandbox_blp.doc(security=API_KEY_SECURITY)
+    @sandbox_blp.arguments(SandboxPaymentSchema, required=False)
+    @sandbox_blp.response(200, ChargeSchema)
+    @sandbox_blp.errors(400, 401, 404)
+    def post(self, payment, charge_id):
+        """Simulate the payer's bank paying a test-mode charge (test-mode keys only)."""
+        if g.api_key.mode is not KeyMode.TEST:
+            raise NotFound("No such charge.")
+        charge = charges.get_charge(g.account_id, KeyMode.TEST, charge_id)
+        sandbox.simulate_payment(charge, **payment)
+        db.session.commit()
+        return charge

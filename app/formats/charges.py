@@ -1,0 +1,138 @@
+"""The public Charge (`object: charge`), built field by field from an allowlist.
+
+No internal id, provider name, fee, cost or raw provider payload can appear: only the keys
+`charge_fields` writes are ever read, and `ChargeSchema` dumps only the keys it declares.
+"""
+
+import marshmallow as ma
+from flask import current_app
+
+from app.models import Transaction, TransactionStatus
+
+CHARGE_ID_PREFIX = "ch_"
+
+PUBLIC_STATUS = {
+    TransactionStatus.PENDING: "pending",
+    TransactionStatus.WAITING_PAYMENT: "pending",
+    TransactionStatus.PROCESSING: "processing",
+    TransactionStatus.PAID: "paid",
+    TransactionStatus.APPROVED: "paid",
+    TransactionStatus.REFUSED: "failed",
+    TransactionStatus.CANCELLED: "cancelled",
+    TransactionStatus.EXPIRED: "expired",
+    TransactionStatus.REFUNDED: "refunded",
+    TransactionStatus.CHARGEBACK: "disputed",
+    TransactionStatus.DISPUTE: "disputed",
+}
+PUBLIC_STATUSES = tuple(dict.fromkeys(PUBLIC_STATUS.values()))
+
+
+def statuses_for(public_status: str) -> set[TransactionStatus]:
+    """The transaction statuses behind a public one (`pending` → PENDING, WAITING_PAYMENT)."""
+    return {status for status, public in PUBLIC_STATUS.items() if public == public_status}
+
+
+def charge_id(transaction: Transaction) -> str:
+    return CHARGE_ID_PREFIX + transaction.id
+
+
+def raw_id(any_id: str) -> str:
+    """`ch_<raw>` or `<raw>` → `<raw>`."""
+    return any_id.removeprefix(CHARGE_ID_PREFIX)
+
+
+def checkout_url(transaction: Transaction) -> str:
+    return f"{current_app.config['PUBLIC_BASE_URL']}/checkout/{transaction.id}"
+
+
+def qr_code_url(transaction: Transaction) -> str:
+    base = current_app.config["PUBLIC_BASE_URL"]
+    return f"{base}/v1/pix/locations/{transaction.pix_location_id}/qr.png"
+
+
+def charge_fields(transaction: Transaction) -> dict:
+    """The allowlisted values of a charge, before `ChargeSchema` types them."""
+    fields = {
+        "id": charge_id(transaction),
+        "object": "charge",
+        "amount": transaction.amount,
+        "currency": transaction.currency,
+        "status": PUBLIC_STATUS[transaction.status],
+        "payment_method": "pix",
+        "customer": {
+            "name": transaction.customer_name,
+            "document": transaction.customer_document,
+            "email": transaction.customer_email,
+            "phone": transaction.customer_phone,
+        },
+        "pix": _pix_fields(transaction),
+        "checkout_url": checkout_url(transaction),
+        "settlement": _settlement_fields(transaction),
+        "metadata": transaction.metadata_,
+        "created_at": transaction.created_at,
+    }
+    if transaction.expected_payer_tax_id:
+        fields["expected_payer_tax_id"] = transaction.expected_payer_tax_id
+    return fields
+
+
+def _pix_fields(transaction: Transaction) -> dict | None:
+    if not transaction.pix_br_code:
+        return None
+    pix = {
+        "br_code": transaction.pix_br_code,
+        "qr_code_url": qr_code_url(transaction),
+        "expires_at": transaction.expires_at,
+    }
+    if transaction.pix_txid:
+        pix["txid"] = transaction.pix_txid
+    return pix
+
+
+def _settlement_fields(transaction: Transaction) -> dict:
+    if transaction.end_to_end_id and transaction.paid_at:
+        return {"end_to_end_id": transaction.end_to_end_id}
+    return {}
+
+
+class CustomerSchema(ma.Schema):
+    name = ma.fields.String(allow_none=True)
+    document = ma.fields.String(allow_none=True)
+    email = ma.fields.String(allow_none=True)
+    phone = ma.fields.String(allow_none=True)
+
+
+class PixSchema(ma.Schema):
+    br_code = ma.fields.String(metadata={"description": "EMV copy-and-paste payload."})
+    qr_code_url = ma.fields.String(metadata={"description": "PNG image of the QR code."})
+    expires_at = ma.fields.DateTime()
+    txid = ma.fields.String(metadata={"description": "Present when the provider bound one."})
+
+
+class SettlementSchema(ma.Schema):
+    end_to_end_id = ma.fields.String(metadata={"description": "Pix end-to-end id, once paid."})
+
+
+class ChargeSchema(ma.Schema):
+    id = ma.fields.String()
+    object = ma.fields.String(metadata={"enum": ["charge"]})
+    amount = ma.fields.Integer()
+    currency = ma.fields.String()
+    status = ma.fields.String(metadata={"enum": list(PUBLIC_STATUSES)})
+    payment_method = ma.fields.String(metadata={"enum": ["pix"]})
+    customer = ma.fields.Nested(CustomerSchema)
+    pix = ma.fields.Nested(PixSchema, allow_none=True)
+    checkout_url = ma.fields.String()
+    settlement = ma.fields.Nested(SettlementSchema)
+    expected_payer_tax_id = ma.fields.String()
+    metadata = ma.fields.Dict()
+    created_at = ma.fields.DateTime()
+
+    @ma.pre_dump
+    def _from_transaction(self, value, **kwargs):
+        return charge_fields(value) if isinstance(value, Transaction) else value
+
+
+def charge_object(transaction: Transaction) -> dict:
+    """The public Charge as JSON-ready data (webhook events carry exactly this)."""
+    return ChargeSchema().dump(transaction)

@@ -1,0 +1,43 @@
+"""Money sent back to a payer: merchant refunds (payment routes) and automatic Pix returns.
+
+An automatic return (payer lock mismatch, a payment after expiry, a held payment returned by
+review) never touched the merchant's wallet, so it has no ledger posting; it is recorded
+against the original end-to-end id, as the central bank's return (devolução) is.
+"""
+
+import enum
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+from app.models.api_key import KeyMode
+from app.models.base import UTCDateTime, new_id, utcnow
+
+
+class RefundStatus(enum.StrEnum):
+    PENDING = "PENDING"
+    IN_PROGRESS = "IN_PROGRESS"
+    REFUNDED = "REFUNDED"
+    FAILED = "FAILED"
+
+
+class Refund(db.Model):
+    __tablename__ = "refunds"
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"), index=True)
+    transaction_id: Mapped[str] = mapped_column(sa.ForeignKey("transactions.id"), index=True)
+    mode: Mapped[KeyMode] = mapped_column(sa.Enum(KeyMode, native_enum=False, length=8))
+    amount: Mapped[int] = mapped_column(sa.BigInteger)
+    currency: Mapped[str] = mapped_column(sa.String(8))
+    status: Mapped[RefundStatus] = mapped_column(
+        sa.Enum(RefundStatus, native_enum=False, length=16)
+    )
+    reason: Mapped[str | None] = mapped_column(sa.String(500))
+    automatic: Mapped[bool] = mapped_column(default=False)
+    end_to_end_id: Mapped[str | None] = mapped_column(sa.String(32))
+    return_id: Mapped[str | None] = mapped_column(sa.String(32))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

@@ -1,0 +1,119 @@
+"""Transactions: one record per charge or payment, read as a Charge on /v1/charges and as a
+transaction on /v1/payments. Statuses are the transaction vocabulary; the public charge
+status is derived from them (`app.formats.charges.PUBLIC_STATUS`).
+
+Provider details (name, txid, fees, the received Pix) live here and in `received_pix`, and
+never reach the public charge object, which is built from an allowlist.
+"""
+
+import enum
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+from app.models.api_key import KeyMode
+from app.models.base import JSONType, UTCDateTime, new_id, utcnow
+
+
+class TransactionStatus(enum.StrEnum):
+    PENDING = "PENDING"
+    WAITING_PAYMENT = "WAITING_PAYMENT"
+    PROCESSING = "PROCESSING"
+    PAID = "PAID"
+    APPROVED = "APPROVED"
+    REFUSED = "REFUSED"
+    CANCELLED = "CANCELLED"
+    EXPIRED = "EXPIRED"
+    REFUNDED = "REFUNDED"
+    CHARGEBACK = "CHARGEBACK"
+    DISPUTE = "DISPUTE"
+
+
+class Origin(enum.StrEnum):
+    """Which surface created the record: it decides the id the legacy events carry."""
+
+    CHARGES = "charges"
+    PAYMENTS = "payments"
+
+
+class ReceivedPixOutcome(enum.StrEnum):
+    CREDITED = "credited"
+    REFUSED_AMOUNT = "refused_amount"
+    RETURNED_PAYER_MISMATCH = "returned_payer_mismatch"
+    RETURNED_AFTER_EXPIRY = "returned_after_expiry"
+    RETURNED_NOT_PAYABLE = "returned_not_payable"
+    HELD_FOR_REVIEW = "held_for_review"
+    RETURNED_AFTER_REVIEW = "returned_after_review"
+
+
+def _status_column():
+    return mapped_column(sa.Enum(TransactionStatus, native_enum=False, length=20))
+
+
+class Transaction(db.Model):
+    __tablename__ = "transactions"
+    __table_args__ = (
+        sa.CheckConstraint("amount > 0", name="amount_positive"),
+        sa.Index("ix_transactions_listing", "account_id", "mode", "created_at", "id"),
+        sa.Index("ix_transactions_payer", "account_id", "mode", "payer_document", "created_at"),
+        sa.Index("ix_transactions_expiry", "status", "expires_at"),
+    )
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"))
+    mode: Mapped[KeyMode] = mapped_column(sa.Enum(KeyMode, native_enum=False, length=8))
+    origin: Mapped[Origin] = mapped_column(sa.Enum(Origin, native_enum=False, length=16))
+    status: Mapped[TransactionStatus] = _status_column()
+    amount: Mapped[int] = mapped_column(sa.BigInteger)
+    currency: Mapped[str] = mapped_column(sa.String(8))
+    payment_methods: Mapped[list] = mapped_column(JSONType)
+    paid_with: Mapped[str | None] = mapped_column(sa.String(16))
+
+    customer_id: Mapped[str | None] = mapped_column(sa.String(128))
+    customer_name: Mapped[str | None] = mapped_column(sa.String(140))
+    customer_document: Mapped[str | None] = mapped_column(sa.String(32))
+    customer_email: Mapped[str | None] = mapped_column(sa.String(254))
+    customer_phone: Mapped[str | None] = mapped_column(sa.String(32))
+    expected_payer_tax_id: Mapped[str | None] = mapped_column(sa.String(14))
+    payer_document: Mapped[str | None] = mapped_column(sa.String(32))
+    metadata_: Mapped[dict] = mapped_column("metadata", JSONType, default=dict)
+
+    expires_in: Mapped[int | None]
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    provider: Mapped[str | None] = mapped_column(sa.String(32))
+    pix_txid: Mapped[str | None] = mapped_column(sa.String(35))
+    pix_br_code: Mapped[str | None] = mapped_column(sa.String(512))
+    pix_location_id: Mapped[str | None] = mapped_column(sa.String(32), unique=True)
+    end_to_end_id: Mapped[str | None] = mapped_column(sa.String(32))
+
+    provider_fee: Mapped[int | None] = mapped_column(sa.BigInteger)
+    platform_fee: Mapped[int | None] = mapped_column(sa.BigInteger)
+    paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    @property
+    def net_amount(self) -> int | None:
+        if self.provider_fee is None or self.platform_fee is None:
+            return None
+        return self.amount - self.provider_fee - self.platform_fee
+
+
+class ReceivedPix(db.Model):
+    """A Pix that arrived for a charge, whatever became of it; its end-to-end id is unique,
+    so a notification delivered twice is handled once."""
+
+    __tablename__ = "received_pix"
+
+    end_to_end_id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    transaction_id: Mapped[str] = mapped_column(sa.ForeignKey("transactions.id"), index=True)
+    amount: Mapped[int] = mapped_column(sa.BigInteger)
+    payer_document: Mapped[str | None] = mapped_column(sa.String(14))
+    payer_name: Mapped[str | None] = mapped_column(sa.String(140))
+    outcome: Mapped[ReceivedPixOutcome] = mapped_column(
+        sa.Enum(ReceivedPixOutcome, native_enum=False, length=32)
+    )
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

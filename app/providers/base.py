@@ -1,0 +1,74 @@
+"""The provider interface: what the service asks of a Pix provider (sandbox or live PSP).
+
+Services talk only to this interface, so a live adapter (the Banco Central's API Pix) slots
+in beside the sandbox without touching the charge rules. A provider raises `ProviderError`
+when it cannot do what was asked; the caller decides what that means for the record.
+"""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime
+
+
+class ProviderError(Exception):
+    """The provider refused or failed; `code` is its own status or error code."""
+
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass(frozen=True)
+class PixChargeRequest:
+    reference: str
+    amount: int
+    expires_in: int
+    merchant_name: str
+    merchant_city: str
+    payer_name: str | None = None
+    payer_document: str | None = None
+
+
+@dataclass(frozen=True)
+class PixCharge:
+    txid: str
+    br_code: str
+    location_id: str | None
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class PixReturn:
+    """A Pix return (devolução) sent back by the original end-to-end id."""
+
+    return_id: str
+    status: str
+
+
+@dataclass(frozen=True)
+class PixTransfer:
+    """A Pix sent out (payout) and its end-to-end id."""
+
+    end_to_end_id: str
+    status: str
+
+
+class PixProvider(ABC):
+    name: str
+
+    @abstractmethod
+    def create_charge(self, request: PixChargeRequest) -> PixCharge:
+        """Bind a txid and produce the BR Code of an immediate charge."""
+
+    @abstractmethod
+    def charge_status(self, txid: str) -> str:
+        """The provider's status of the charge (API Pix vocabulary: ATIVA, CONCLUIDA, …)."""
+
+    @abstractmethod
+    def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:
+        """Send `amount` back to the payer of `end_to_end_id`; `refund_id` makes it idempotent."""
+
+    @abstractmethod
+    def send_pix(self, pix_key: str, amount: int, payout_id: str) -> PixTransfer:
+        """Pay `amount` out to a Pix key; `payout_id` makes it idempotent."""

@@ -1,0 +1,321 @@
+"""Pix charges: creation with every body rule of the contract, lookup, listing and expiry.
+
+The API (`/v1/charges`, `/v1/pix/charges`), the dashboard's test-charge form and the expiry
+job all call these functions. A charge is a `Transaction` read through the Charge format.
+"""
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from app.errors import InvalidRequest
+from app.extensions import db
+from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
+from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
+from app.models.base import utcnow
+from app.pix.brcode import MAX_AMOUNT_LENGTH
+from app.providers import pix_provider
+from app.providers.base import PixChargeRequest, ProviderError
+from app.services import customers, fraud, transactions
+from app.services.transactions import AWAITING_PAYMENT
+
+PIX = "PIX"
+PIX_CURRENCY = "BRL"
+MIN_EXPIRES_IN = 60
+MAX_EXPIRES_IN = 86_400
+MAX_DESCRIPTION = 500
+MAX_AMOUNT = 10 ** (MAX_AMOUNT_LENGTH - 1) - 1  # the BR Code's 13 characters: 9999999999.99
+RESERVED_METADATA_KEYS = frozenset({"description", "failure", "med"})
+MAX_METADATA_KEYS = 50
+MAX_METADATA_KEY_LENGTH = 40
+MAX_METADATA_BYTES = 8_192
+DEFAULT_LIST_LIMIT = 25
+MAX_LIST_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class Customer:
+    name: str | None = None
+    document: str | None = None
+    email: str | None = None
+    phone: str | None = None
+
+
+@dataclass(frozen=True)
+class NewCharge:
+    amount: int
+    payment_method: str = "pix"
+    currency: str = PIX_CURRENCY
+    description: str | None = None
+    expires_in: int | None = None
+    customer: Customer = field(default_factory=Customer)
+    expected_payer_tax_id: str | None = None
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChargeQuery:
+    limit: int = DEFAULT_LIST_LIMIT
+    starting_after: str | None = None
+    status: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    customer_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ChargePage:
+    data: list[Transaction]
+    has_more: bool
+
+    @property
+    def next_cursor(self) -> str | None:
+        return CHARGE_ID_PREFIX + self.data[-1].id if self.has_more else None
+
+
+def create_charge(
+    account_id: str, mode: KeyMode, new: NewCharge, *, origin: Origin = Origin.CHARGES
+) -> Transaction:
+    """Create a Pix charge: pending with its code, or failed when the provider cannot make one.
+
+    Nothing is created when a rule refuses the request (400), no provider serves the mode
+    (422) or the velocity guard trips (403).
+    """
+    fields = _validated(new)
+    provider = pix_provider(mode)
+    account = _locked_account(account_id)
+    now = utcnow()
+    fraud.check_velocity(account_id, mode, fields["payer_document"], now)
+    expires_in = fields.pop("expires_in") or account.charge_expires_in
+    charge = Transaction(
+        account_id=account_id,
+        mode=mode,
+        origin=origin,
+        status=TransactionStatus.PENDING,
+        payment_methods=[PIX],
+        expires_in=expires_in,
+        created_at=now,
+        updated_at=now,
+        **fields,
+    )
+    db.session.add(charge)
+    db.session.flush()
+    try:
+        pix = provider.create_charge(
+            PixChargeRequest(
+                reference=charge.id,
+                amount=charge.amount,
+                expires_in=expires_in,
+                merchant_name=account.name,
+                merchant_city=account.city,
+                payer_name=charge.customer_name,
+                payer_document=charge.payer_document,
+            )
+        )
+    except ProviderError as error:
+        charge.provider = provider.name
+        charge.metadata_ = {**charge.metadata_, "failure": _failure(error.message, error.code)}
+        transactions.transition(charge, TransactionStatus.REFUSED)
+        return charge
+    charge.provider = provider.name
+    charge.pix_txid = pix.txid
+    charge.pix_br_code = pix.br_code
+    charge.pix_location_id = pix.location_id
+    charge.expires_at = pix.expires_at
+    transactions.transition(charge, TransactionStatus.WAITING_PAYMENT)
+    return charge
+
+
+def get_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:
+    """A charge by `ch_` id or raw id, in the caller's account and mode; expired on read."""
+    charge = transactions.find(account_id, mode, raw_id(charge_id))
+    return expire_if_due(charge)
+
+
+def find_by_location(location_id: str) -> Transaction | None:
+    charge = db.session.scalar(
+        sa.select(Transaction).where(Transaction.pix_location_id == location_id)
+    )
+    return expire_if_due(charge) if charge else None
+
+
+def find_for_checkout(charge_id: str) -> Transaction | None:
+    """The charge behind a public checkout address (any account: the raw id is the secret)."""
+    charge = db.session.get(Transaction, charge_id)
+    return expire_if_due(charge) if charge else None
+
+
+def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePage:
+    """Newest first, ties broken by id, so a cursor never skips or repeats a charge."""
+    conditions = [Transaction.account_id == account_id, Transaction.mode == mode]
+    if query.starting_after:
+        cursor = _cursor_charge(account_id, mode, query.starting_after)
+        conditions.append(
+            sa.tuple_(Transaction.created_at, Transaction.id)
+            < sa.tuple_(sa.literal(cursor.created_at, Transaction.created_at.type), cursor.id)
+        )
+    if query.status:
+        conditions.append(Transaction.status.in_(statuses_for(query.status)))
+    if query.created_after:
+        conditions.append(Transaction.created_at >= query.created_after)
+    if query.created_before:
+        conditions.append(Transaction.created_at <= query.created_before)
+    if query.customer_id:
+        conditions.append(Transaction.payer_document == _payer_filter(query.customer_id))
+    rows = db.session.scalars(
+        sa.select(Transaction)
+        .where(*conditions)
+        .order_by(Transaction.created_at.desc(), Transaction.id.desc())
+        .limit(query.limit + 1)
+    ).all()
+    page = [expire_if_due(charge) for charge in rows[: query.limit]]
+    return ChargePage(data=page, has_more=len(rows) > query.limit)
+
+
+def expire_if_due(charge: Transaction, now: datetime | None = None) -> Transaction:
+    """Move an unpaid charge past its expiry to `expired` (the read-time half of expiry)."""
+    now = now or utcnow()
+    if charge.status in AWAITING_PAYMENT and charge.expires_at and charge.expires_at <= now:
+        locked = transactions.lock(charge.id)
+        if locked.status in AWAITING_PAYMENT:
+            locked.metadata_ = {
+                **locked.metadata_,
+                "failure": _failure(
+                    "The Pix charge expired before it was paid.",
+                    "expired",
+                    ttl_seconds=locked.expires_in,
+                    at=now,
+                ),
+            }
+            transactions.transition(locked, TransactionStatus.EXPIRED, at=now)
+        return locked
+    return charge
+
+
+def expire_due_charges(now: datetime | None = None, batch_size: int = 500) -> int:
+    """Expire up to `batch_size` overdue charges; the job commits and calls again if full."""
+    now = now or utcnow()
+    due = db.session.scalars(
+        sa.select(Transaction)
+        .where(Transaction.status.in_(AWAITING_PAYMENT), Transaction.expires_at <= now)
+        .order_by(Transaction.expires_at)
+        .limit(batch_size)
+    ).all()
+    for charge in due:
+        expire_if_due(charge, now)
+    return len(due)
+
+
+def _locked_account(account_id: str) -> Account:
+    return db.session.scalar(sa.select(Account).where(Account.id == account_id).with_for_update())
+
+
+def _cursor_charge(account_id: str, mode: KeyMode, cursor: str) -> Transaction:
+    if not cursor.startswith(CHARGE_ID_PREFIX):
+        raise InvalidRequest("starting_after takes a charge id (ch_…).", param="starting_after")
+    charge = db.session.scalar(
+        sa.select(Transaction).where(
+            Transaction.id == raw_id(cursor),
+            Transaction.account_id == account_id,
+            Transaction.mode == mode,
+        )
+    )
+    if charge is None:
+        raise InvalidRequest(
+            "starting_after is not a charge of this account.", param="starting_after"
+        )
+    return charge
+
+
+def _payer_filter(customer_id: str) -> str:
+    return customers.tax_id(customer_id, "customer_id")
+
+
+def _failure(
+    reason: str, code: str, *, ttl_seconds: int | None = None, at: datetime | None = None
+) -> dict:
+    failure = {"reason": reason, "providerErrorCode": code}
+    if ttl_seconds is not None:
+        failure["ttlSeconds"] = ttl_seconds
+    failure["at"] = (at or utcnow()).isoformat()
+    return failure
+
+
+def _validated(new: NewCharge) -> dict:
+    """The columns of a new charge, or 400 naming the first field that breaks a rule."""
+    if new.payment_method.lower() != "pix":
+        raise InvalidRequest("Charges accept only payment_method pix.", param="payment_method")
+    if new.amount <= 0:
+        raise InvalidRequest(
+            "amount is a positive integer in centavos.", code="invalid_amount", param="amount"
+        )
+    if new.amount > MAX_AMOUNT:
+        raise InvalidRequest(
+            f"amount is at most {MAX_AMOUNT} centavos.", code="invalid_amount", param="amount"
+        )
+    if new.currency.upper() != PIX_CURRENCY:
+        raise InvalidRequest("Pix charges are in BRL.", param="currency")
+    if new.description is not None and len(new.description) > MAX_DESCRIPTION:
+        raise InvalidRequest(
+            f"description is at most {MAX_DESCRIPTION} characters.", param="description"
+        )
+    customer = new.customer
+    document = customers.tax_id(customer.document, "customer.document")
+    lock = customers.tax_id(new.expected_payer_tax_id, "expected_payer_tax_id")
+    if lock is not None:
+        if not (customer.name or "").strip():
+            raise InvalidRequest(
+                "customer.name is required when expected_payer_tax_id is set.",
+                param="customer.name",
+            )
+        if document is not None and document != lock:
+            raise InvalidRequest(
+                "expected_payer_tax_id must equal customer.document when both are sent.",
+                param="expected_payer_tax_id",
+            )
+    return {
+        "amount": new.amount,
+        "currency": PIX_CURRENCY,
+        "expires_in": _expires_in(new.expires_in),
+        "customer_name": (customer.name or "").strip() or None,
+        "customer_document": document,
+        "customer_email": customers.email(customer.email, "customer.email"),
+        "customer_phone": customers.phone(customer.phone, "customer.phone"),
+        "expected_payer_tax_id": lock,
+        "payer_document": lock or document,
+        "metadata_": _metadata(new.metadata, new.description),
+    }
+
+
+def _expires_in(expires_in: int | None) -> int | None:
+    if expires_in is None:
+        return None
+    if expires_in < MIN_EXPIRES_IN:
+        raise InvalidRequest(
+            f"expires_in is at least {MIN_EXPIRES_IN} seconds.", param="expires_in"
+        )
+    return min(expires_in, MAX_EXPIRES_IN)
+
+
+def _metadata(metadata: dict, description: str | None) -> dict:
+    """The merchant's metadata without reserved or `_`-prefixed keys, description folded in."""
+    kept = {
+        key: value
+        for key, value in metadata.items()
+        if key not in RESERVED_METADATA_KEYS and not key.startswith("_")
+    }
+    if len(kept) > MAX_METADATA_KEYS:
+        raise InvalidRequest(f"metadata holds at most {MAX_METADATA_KEYS} keys.", param="metadata")
+    if any(len(key) > MAX_METADATA_KEY_LENGTH for key in kept):
+        raise InvalidRequest(
+            f"metadata keys are at most {MAX_METADATA_KEY_LENGTH} characters.", param="metadata"
+        )
+    if len(json.dumps(kept, ensure_ascii=False).encode()) > MAX_METADATA_BYTES:
+        raise InvalidRequest(
+            f"metadata is at most {MAX_METADATA_BYTES} bytes as JSON.", param="metadata"
+        )
+    if description is not None:
+        kept["description"] = description
+    return kept

@@ -1,0 +1,38 @@
+"""Fees from the one fee schedule in configuration (`FEE_SCHEDULE`): fixed + basis points.
+
+Computed once, when money settles, and stored on the record; never shown on the public
+charge. Basis points round half up to the centavo, and fees never exceed the amount, so a
+settlement never makes a wallet go down.
+"""
+
+from dataclasses import dataclass
+
+from flask import current_app
+
+from app.errors import Unprocessable
+
+BASIS_POINTS = 10_000
+
+
+@dataclass(frozen=True)
+class ChargeFees:
+    provider: int
+    platform: int
+
+    @property
+    def total(self) -> int:
+        return self.provider + self.platform
+
+
+def _rule_amount(rule: dict, amount: int) -> int:
+    return rule["fixed"] + (amount * rule["bps"] + BASIS_POINTS // 2) // BASIS_POINTS
+
+
+def charge_fees(method: str, amount: int) -> ChargeFees:
+    """Provider and platform fee for a settled charge of `amount` paid with `method`."""
+    rules = current_app.config["FEE_SCHEDULE"]["charges"].get(method)
+    if rules is None:
+        raise Unprocessable(f"No fee schedule is configured for {method}.")
+    provider = min(_rule_amount(rules["provider"], amount), amount)
+    platform = min(_rule_amount(rules["platform"], amount), amount - provider)
+    return ChargeFees(provider=provider, platform=platform)

@@ -1,0 +1,54 @@
+"""Velocity guard: how many live charges a payer, or an account, may have open at once.
+
+A live charge is one still awaiting payment and not yet past its expiry, created inside the
+window (`FRAUD_VELOCITY_WINDOW_SECONDS`); expired, cancelled, failed and paid charges do not
+count. Over a limit the request is refused with 403 and a `fraud.` code.
+"""
+
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+from flask import current_app
+
+from app.errors import PermissionDenied
+from app.extensions import db
+from app.models import KeyMode, Transaction
+from app.services.transactions import AWAITING_PAYMENT
+
+CUSTOMER_VELOCITY = "fraud.customer_velocity_exceeded"
+ACCOUNT_VELOCITY = "fraud.account_velocity_exceeded"
+
+
+def check_velocity(
+    account_id: str, mode: KeyMode, payer_document: str | None, now: datetime
+) -> None:
+    """Refuse a new charge that would exceed the payer's or the account's limit.
+
+    The caller holds the account's lock, so concurrent requests cannot both squeeze in.
+    """
+    config = current_app.config
+    live = sa.and_(
+        Transaction.account_id == account_id,
+        Transaction.mode == mode,
+        Transaction.status.in_(AWAITING_PAYMENT),
+        Transaction.expires_at > now,
+        Transaction.created_at >= now - timedelta(seconds=config["FRAUD_VELOCITY_WINDOW_SECONDS"]),
+    )
+    if payer_document:
+        limit = config["FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER"]
+        if _count(live, Transaction.payer_document == payer_document) >= limit:
+            raise PermissionDenied(
+                f"This payer already has {limit} open charges; wait for them to be paid or to "
+                "expire.",
+                code=CUSTOMER_VELOCITY,
+            )
+    limit = config["FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT"]
+    if _count(live) >= limit:
+        raise PermissionDenied(
+            f"The account already has {limit} open charges in the velocity window.",
+            code=ACCOUNT_VELOCITY,
+        )
+
+
+def _count(*conditions) -> int:
+    return db.session.scalar(sa.select(sa.func.count()).select_from(Transaction).where(*conditions))

@@ -1,0 +1,104 @@
+"""The transaction state machine: one table of allowed moves and one `transition` function.
+
+Nothing else assigns `Transaction.status`. A move is checked against `TRANSITIONS`, written,
+and its events recorded in the same database transaction (the outbox): the canonical
+`charge.*` event carries the public Charge, the legacy `payment.*` event the transaction data.
+"""
+
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from app.errors import Conflict, NotFound
+from app.extensions import db
+from app.formats.charges import charge_object
+from app.formats.payments import payment_event_data
+from app.models import KeyMode, Transaction, TransactionStatus
+from app.models.base import utcnow
+from app.services.events import record_event
+
+S = TransactionStatus
+AWAITING_PAYMENT = frozenset({S.PENDING, S.WAITING_PAYMENT})
+
+TRANSITIONS: dict[TransactionStatus, frozenset[TransactionStatus]] = {
+    S.PENDING: frozenset({S.WAITING_PAYMENT, S.REFUSED, S.CANCELLED}),
+    S.WAITING_PAYMENT: frozenset(
+        {S.PAID, S.PROCESSING, S.REFUNDED, S.EXPIRED, S.CANCELLED, S.REFUSED}
+    ),
+    S.PROCESSING: frozenset({S.PAID, S.APPROVED, S.REFUNDED, S.CANCELLED, S.REFUSED}),
+    S.PAID: frozenset({S.REFUNDED, S.DISPUTE}),
+    S.APPROVED: frozenset({S.REFUNDED, S.CHARGEBACK, S.DISPUTE}),
+    S.DISPUTE: frozenset({S.PAID}),
+    S.CHARGEBACK: frozenset({S.APPROVED}),
+}
+
+# Events recorded on entering a status: canonical first, then the legacy family.
+EVENTS_ON_ENTRY: dict[TransactionStatus, tuple[str, ...]] = {
+    S.WAITING_PAYMENT: ("charge.created", "payment.created"),
+    S.PAID: ("charge.paid", "payment.completed"),
+    S.APPROVED: ("charge.paid", "payment.completed"),
+    S.REFUSED: ("charge.failed", "payment.failed"),
+    S.CANCELLED: ("charge.failed", "payment.failed"),
+    S.EXPIRED: ("charge.expired", "payment.expired", "payment.failed"),
+    S.REFUNDED: ("payment.refunded",),
+}
+
+
+def find(account_id: str, mode: KeyMode, transaction_id: str) -> Transaction:
+    """A transaction of the caller's account and mode; anything else is 404."""
+    transaction = db.session.scalar(
+        sa.select(Transaction).where(
+            Transaction.id == transaction_id,
+            Transaction.account_id == account_id,
+            Transaction.mode == mode,
+        )
+    )
+    if transaction is None:
+        raise NotFound("No such charge.")
+    return transaction
+
+
+def lock(transaction_id: str) -> Transaction:
+    """The row, locked until commit (`SELECT … FOR UPDATE`), re-read from the database."""
+    transaction = db.session.scalar(
+        sa.select(Transaction)
+        .where(Transaction.id == transaction_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if transaction is None:
+        raise NotFound("No such charge.")
+    return transaction
+
+
+def transition(
+    transaction: Transaction, to: TransactionStatus, *, at: datetime | None = None
+) -> None:
+    """Move `transaction` to `to` (the caller holds its lock) and record the events."""
+    previous = transaction.status
+    if to not in TRANSITIONS.get(previous, frozenset()):
+        raise Conflict(
+            f"A {previous} transaction cannot become {to}.", code="invalid_status_transition"
+        )
+    transaction.status = to
+    transaction.updated_at = at or utcnow()
+    for event_type in EVENTS_ON_ENTRY.get(to, ()):
+        record_event(
+            transaction.account_id,
+            event_type,
+            _event_data(event_type, transaction, previous, transaction.updated_at),
+            subject_type="transaction",
+            subject_id=transaction.id,
+        )
+
+
+def _event_data(
+    event_type: str,
+    transaction: Transaction,
+    previous: TransactionStatus,
+    at: datetime,
+) -> dict:
+    if event_type.startswith("charge."):
+        return {"object": charge_object(transaction)}
+    created = event_type == "payment.created"
+    return payment_event_data(transaction, None if created else previous, at)
