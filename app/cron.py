@@ -5,9 +5,14 @@ The scheduler only enqueues; the jobs run in the RQ workers (`python worker.py`)
 
 from rq import cron
 
-from app.jobs import maintenance
+from app.config import load_settings
+from app.jobs import charges, maintenance
 
 PERIODIC_QUEUE = "periodic"
+settings = load_settings()
 
 cron.register(maintenance.prune_idempotency_keys, PERIODIC_QUEUE, interval=3600)
 cron.register(maintenance.prune_revoked_tokens, PERIODIC_QUEUE, interval=3600)
+cron.register(
+    charges.expire_charges, PERIODIC_QUEUE, interval=settings["CHARGE_EXPIRY_SWEEP_SECONDS"]
+)

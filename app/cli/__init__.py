@@ -1,4 +1,4 @@
-"""Operator commands: `flask accounts …`, `flask users …`, `flask demo seed`."""
+"""Operator commands: `flask accounts …`, `users …`, `demo seed` and `ledger check`."""
 
 import json
 from functools import wraps
@@ -10,11 +10,12 @@ from flask.cli import AppGroup
 from app.errors import ApiError
 from app.extensions import db
 from app.models import Account, KeyMode, Role
-from app.services import accounts, api_keys, demo
+from app.services import accounts, api_keys, demo, ledger
 
 accounts_cli = AppGroup("accounts", help="Merchant accounts.")
 users_cli = AppGroup("users", help="People who log in to the dashboard.")
 demo_cli = AppGroup("demo", help="A demo merchant for trying the service.")
+ledger_cli = AppGroup("ledger", help="The double-entry ledger behind the wallets.")
 
 
 def _fail_on_api_error(func):
@@ -107,6 +108,17 @@ def seed_demo(as_json: bool) -> None:
     click.echo("\n".join(["Acme Pay demo merchant", *seeded.summary_lines()]))
 
 
+@ledger_cli.command("check")
+def check_ledger() -> None:
+    """Prove every wallet equals its entries and every posting sums to zero; exit 1 if not."""
+    problems = ledger.check()
+    for problem in problems:
+        click.echo(problem, err=True)
+    if problems:
+        raise SystemExit(1)
+    click.echo("ledger ok: every wallet matches its entries and every posting sums to zero")
+
+
 def register_cli(app: Flask) -> None:
-    for group in (accounts_cli, users_cli, demo_cli):
+    for group in (accounts_cli, users_cli, demo_cli, ledger_cli):
         app.cli.add_command(group)

@@ -30,11 +30,12 @@ def test_logout_records_are_pruned_by_a_worker_after_expiry(app, client, owner, 
     assert client.get("/v1/api-keys", headers=bearer(token)).status_code == 401
 
 
-def test_cron_schedule_declares_the_housekeeping_jobs(redis):
+def test_cron_schedule_declares_the_periodic_jobs(redis):
     scheduler = CronScheduler(connection=redis)
     scheduler.load_config_from_file("app.cron")
     registered = {(job.func_name, job.queue_name, job.interval) for job in scheduler.get_jobs()}
     assert registered == {
         ("app.jobs.maintenance.prune_idempotency_keys", "periodic", 3600),
         ("app.jobs.maintenance.prune_revoked_tokens", "periodic", 3600),
+        ("app.jobs.charges.expire_charges", "periodic", 10),
     }

@@ -1,0 +1,74 @@
+"""The fraud/velocity guard: live charges per payer and per account, in a window."""
+
+from datetime import timedelta
+
+import pytest
+
+from app.models import Transaction, TransactionStatus
+from app.models.base import utcnow
+from tests.support import factories
+from tests.support.charges import CPF, OTHER_CPF, create, created, update_row
+from tests.support.http import assert_error, count_rows
+
+
+@pytest.fixture
+def limits(app, monkeypatch):
+    monkeypatch.setitem(app.config, "FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER", 2)
+    monkeypatch.setitem(app.config, "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT", 4)
+    monkeypatch.setitem(app.config, "FRAUD_VELOCITY_WINDOW_SECONDS", 600)
+
+
+@pytest.fixture
+def api_key(app):
+    return factories.make_api_key(app, factories.make_account(app))
+
+
+def _for(payer: str) -> dict:
+    return {"customer": {"name": "Ana", "document": payer}}
+
+
+def test_a_payer_over_the_limit_gets_403_fraud_code(app, client, api_key, limits):
+    created(client, api_key, **_for(CPF))
+    created(client, api_key, customer={"name": "Ana"}, expected_payer_tax_id=CPF)
+    refused = create(client, api_key, **_for(CPF))
+    error = assert_error(refused, 403, "permission_error", "fraud.customer_velocity_exceeded")
+    assert error["code"].startswith("fraud.")
+    assert count_rows(app, Transaction) == 2
+    assert created(client, api_key, **_for(OTHER_CPF))["status"] == "pending"
+
+
+def test_the_account_over_its_limit_gets_the_second_fraud_code(client, api_key, limits):
+    for _ in range(4):
+        created(client, api_key)
+    refused = create(client, api_key)
+    assert_error(refused, 403, "permission_error", "fraud.account_velocity_exceeded")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"status": TransactionStatus.EXPIRED},
+        {"status": TransactionStatus.CANCELLED},
+        {"status": TransactionStatus.PAID},
+        {"expires_at": "past"},
+        {"created_at": "before the window"},
+    ],
+    ids=["expired", "cancelled", "paid", "past-expiry-not-yet-swept", "outside-window"],
+)
+def test_only_live_charges_in_the_window_count(app, client, api_key, limits, change):
+    first = created(client, api_key, **_for(CPF))["id"]
+    created(client, api_key, **_for(CPF))
+    values = dict(change)
+    if values.get("expires_at") == "past":
+        values["expires_at"] = utcnow() - timedelta(seconds=1)
+    if values.get("created_at"):
+        values["created_at"] = utcnow() - timedelta(seconds=601)
+    update_row(app, first, **values)
+    assert created(client, api_key, **_for(CPF))["status"] == "pending"
+
+
+def test_other_accounts_do_not_count(app, client, api_key, limits):
+    other_key = factories.make_api_key(app, factories.make_account(app, "Other"))
+    for _ in range(2):
+        created(client, other_key, **_for(CPF))
+    assert created(client, api_key, **_for(CPF))["status"] == "pending"

@@ -1,0 +1,53 @@
+"""The sandbox provider: real dynamic BR Codes, no outside calls, Pix ids in the right shape."""
+
+import pytest
+
+from app.pix import brcode
+from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
+from app.providers.base import PixChargeRequest, ProviderError
+from app.providers.sandbox import FAILING_AMOUNT, SandboxPixProvider
+
+
+def _request(amount: int = 2_500) -> PixChargeRequest:
+    return PixChargeRequest(
+        reference="ref",
+        amount=amount,
+        expires_in=300,
+        merchant_name="Açaí & Cia Comércio de Alimentos",
+        merchant_city="São José dos Campos",
+    )
+
+
+def test_creates_a_dynamic_code_whose_location_this_service_serves():
+    provider = SandboxPixProvider("https://pay.acme.example/base/")
+    charge = provider.create_charge(_request())
+    code = brcode.parse(charge.br_code)
+    assert code.location == f"pay.acme.example/base/v1/pix/locations/{charge.location_id}"
+    assert code.txid == "***" and charge.txid not in charge.br_code
+    assert TXID_PATTERN.fullmatch(charge.txid)
+    assert code.merchant_name == "Acai & Cia Comercio de Al"
+    assert code.merchant_city == "Sao Jose dos Ca"
+    assert code.amount_cents == 2_500
+
+
+def test_the_failing_amount_is_a_provider_error():
+    with pytest.raises(ProviderError) as failure:
+        SandboxPixProvider("http://localhost").create_charge(_request(FAILING_AMOUNT))
+    assert failure.value.code == "sandbox_refused"
+
+
+def test_a_location_too_long_for_a_br_code_is_a_provider_error():
+    provider = SandboxPixProvider("https://" + "a" * 60 + ".example")
+    with pytest.raises(ProviderError) as failure:
+        provider.create_charge(_request())
+    assert failure.value.code == "invalid_brcode"
+
+
+def test_returns_and_transfers_carry_pix_ids():
+    provider = SandboxPixProvider("http://localhost")
+    returned = provider.return_pix("E99999999202611221200abcdefghijk", 100, "refund-1")
+    assert returned.return_id.startswith("D") and END_TO_END_PATTERN.fullmatch(returned.return_id)
+    assert returned.status == "DEVOLVIDO"
+    sent = provider.send_pix("ana@example.com", 100, "payout-1")
+    assert sent.end_to_end_id.startswith("E") and END_TO_END_PATTERN.fullmatch(sent.end_to_end_id)
+    assert sent.status == "CONCLUIDA"
