@@ -1,7 +1,8 @@
 """Browser hardening headers on every response (pages forbid inline script and framing).
 
 API answers and pages may carry secrets shown once (a new API key, a login token), so
-nothing but static assets may be stored by a browser or a proxy.
+nothing but static assets may be stored by a browser or a proxy, unless a view says
+otherwise on purpose (a QR code image, which never changes and holds no secret).
 """
 
 from flask import Flask, request
@@ -25,7 +26,7 @@ def register_security_headers(app: Flask) -> None:
         for name, value in HEADERS.items():
             response.headers.setdefault(name, value)
         if not request.path.startswith(CACHEABLE_PREFIXES):
-            response.headers["Cache-Control"] = "no-store"
+            response.headers.setdefault("Cache-Control", "no-store")
         if app.config["SESSION_COOKIE_SECURE"]:
             response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
         return response

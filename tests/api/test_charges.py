@@ -121,6 +121,8 @@ def test_create_returns_the_public_charge_with_code_qr_and_checkout(app, client,
     assert image.status_code == 200
     assert image.mimetype == "image/png"
     assert image.data.startswith(b"\x89PNG")
+    assert image.headers["Cache-Control"] == "public, max-age=86400, immutable"
+    assert response.headers["Cache-Control"] == "no-store"
 
     assert sorted(event_types(app, charge["id"])) == ["charge.created", "payment.created"]
     recorded = events(app, charge["id"])
