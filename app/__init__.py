@@ -46,12 +46,14 @@ def register_extensions(app: Flask) -> None:
 
 def register_blueprints(app: Flask) -> None:
     from app.api import register_api
+    from app.checkout import register_checkout
     from app.dashboard import register_dashboard
     from app.security_headers import register_security_headers
     from app.templating import register_templating
 
     register_api(app)
     register_dashboard(app)
+    register_checkout(app)
     register_templating(app)
     register_security_headers(app)
 

@@ -110,6 +110,8 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
     assert test_key[:12] in {k["prefix"] for k in keys}
     assert "Sign in" in requests.get(f"{stack['base']}/dashboard/login", timeout=5).text
 
+    _charge_is_created_checked_out_and_paid(stack["base"], test_key)
+
     redis = Redis.from_url(stack["redis"])
     job = Queue("periodic", connection=redis).enqueue("app.jobs.maintenance.prune_revoked_tokens")
     _wait_for(lambda: job.get_status(refresh=True) == "finished", 30, "the worker to run a job")
@@ -118,3 +120,25 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
     stack["process"].send_signal(signal.SIGINT)
     assert stack["process"].wait(timeout=30) == 0
     assert not _get(f"{stack['base']}/healthz")
+
+
+def _charge_is_created_checked_out_and_paid(base: str, test_key: str) -> None:
+    """The demo test key creates a Pix charge; its checkout page, QR and payment all work."""
+    headers = {"apikey": test_key}
+    charge = requests.post(
+        f"{base}/v1/charges",
+        json={"amount": 2590, "payment_method": "pix", "description": "E2E"},
+        headers={**headers, "Idempotency-Key": "e2e-charge-0001"},
+        timeout=10,
+    ).json()
+    assert charge["status"] == "pending", charge
+    assert charge["checkout_url"].startswith(base)
+    page = requests.get(charge["checkout_url"], timeout=10)
+    assert page.status_code == 200 and "R$ 25,90" in page.text
+    assert requests.get(charge["pix"]["qr_code_url"], timeout=10).status_code == 200
+    paid = requests.post(
+        f"{base}/v1/sandbox/charges/{charge['id']}/pay", json={}, headers=headers, timeout=10
+    ).json()
+    assert paid["status"] == "paid"
+    status = requests.get(f"{charge['checkout_url']}/status", timeout=10).json()
+    assert status["status"] == "paid"
