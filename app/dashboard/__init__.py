@@ -15,6 +15,7 @@ bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 
 NAV_ITEMS = (
     ("dashboard.overview", "Overview"),
+    ("dashboard.charges_page", "Charges"),
     ("dashboard.api_keys_page", "API keys"),
 )
 STAFF_NAV_ITEMS = (("dashboard.back_office", "Back-office"),)
@@ -27,7 +28,7 @@ def visible_nav_items() -> tuple:
 
 
 def register_dashboard(app: Flask) -> None:
-    from app.dashboard import api_keys, auth, back_office, overview  # noqa: F401 (views)
+    from app.dashboard import api_keys, auth, back_office, charges, overview  # noqa: F401 (views)
 
     login_manager.login_view = "dashboard.login"
     login_manager.login_message = "Please sign in to continue."

@@ -1,10 +1,25 @@
 """Dashboard forms (Flask-WTF: every form carries a CSRF token)."""
 
+import re
+from decimal import Decimal
+
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, EmailField, HiddenField, PasswordField, StringField
-from wtforms.validators import DataRequired, Length, Optional
+from wtforms import (
+    BooleanField,
+    EmailField,
+    HiddenField,
+    IntegerField,
+    PasswordField,
+    StringField,
+)
+from wtforms.validators import DataRequired, Length, Optional, StopValidation
 
 from app.services.api_keys import MAX_LABEL_LENGTH
+from app.services.charges import MAX_DESCRIPTION
+from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
+
+REAIS = re.compile(r"([0-9]+)(?:[.,]([0-9]+))?")
+MAX_REAIS_LENGTH = 20
 
 
 class LoginForm(FlaskForm):
@@ -23,3 +38,59 @@ class ApiKeyIssueForm(FlaskForm):
 
 class ConfirmForm(FlaskForm):
     """A button that changes something: only the CSRF token travels."""
+
+
+def reais_to_centavos(text: str) -> int:
+    """Reais as typed ("12,34" or "12.34") → centavos (1234), in exact decimal arithmetic.
+
+    A float could lose a centavo. Raises ValueError with a message for the person typing:
+    anything but digits with an optional comma or point, more than two decimals, or zero.
+    """
+    match = REAIS.fullmatch(text.strip()) if len(text) <= MAX_REAIS_LENGTH else None
+    if match is None:
+        raise ValueError("Enter an amount in reais, like 12,34.")
+    units, decimals = match.groups()
+    if decimals is not None and len(decimals) > 2:
+        raise ValueError("Use at most two decimal places (centavos), like 12,34.")
+    centavos = int(Decimal(f"{units}.{decimals or 0}") * 100)
+    if centavos <= 0:
+        raise ValueError("Enter an amount greater than zero.")
+    return centavos
+
+
+class ReaisField(StringField):
+    """Typed as reais, held as integer centavos; the text typed is shown back on errors."""
+
+    def process_formdata(self, valuelist: list[str]) -> None:
+        self.data = None
+        if valuelist:
+            self.data = reais_to_centavos(valuelist[0])
+
+    def pre_validate(self, form: FlaskForm) -> None:
+        if self.data is None and not self.process_errors:
+            raise StopValidation("Enter an amount in reais, like 12,34.")
+
+    def _value(self) -> str:
+        if self.raw_data:
+            return self.raw_data[0]
+        return "" if self.data is None else f"{self.data // 100},{self.data % 100:02d}"
+
+
+class TestChargeForm(FlaskForm):
+    """A sandbox charge from the dashboard; the rules between fields are the service's.
+
+    `idempotency_key` is generated when the form is rendered, so a second click or a
+    resubmitted page finds the first charge instead of creating another.
+    """
+
+    amount = ReaisField("Amount (R$)")
+    description = StringField("Description", validators=[Optional(), Length(max=MAX_DESCRIPTION)])
+    expires_in = IntegerField("Expires in (seconds)", validators=[Optional()])
+    customer_name = StringField("Customer name", validators=[Optional(), Length(max=140)])
+    customer_document = StringField("Customer CPF or CNPJ", validators=[Optional(), Length(max=32)])
+    expected_payer_tax_id = StringField(
+        "Accept payment only from CPF or CNPJ", validators=[Optional(), Length(max=32)]
+    )
+    idempotency_key = HiddenField(
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)]
+    )

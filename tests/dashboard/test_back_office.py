@@ -1,9 +1,18 @@
-"""The back-office: platform staff see every merchant account; nobody else gets in."""
+"""The back-office: platform staff see every merchant account and decide held Pix payments;
+nobody else gets in."""
 
-from app.models import Role
-from app.services import accounts
+import html
+import uuid
+
+import sqlalchemy as sa
+
+from app.extensions import db
+from app.models import AuditLog, Role
+from app.services import accounts, ledger
 from tests.support import factories
-from tests.support.dashboard import sign_in
+from tests.support.dashboard import post_form, sign_in
+
+BACK_OFFICE = "/dashboard/back-office"
 
 
 def _staff(app):
@@ -35,3 +44,111 @@ def test_merchant_users_cannot_open_the_back_office(client, owner):
 
 def test_back_office_needs_a_signed_in_user(client):
     assert "/dashboard/login" in client.get("/dashboard/back-office").headers["Location"]
+
+
+def _held_charge(client, key: str, name: str = "Ana") -> str:
+    """A payer-locked charge paid by a bank that reported no payer document: in review."""
+    response = client.post(
+        "/v1/charges",
+        json={
+            "amount": 12345,
+            "payment_method": "pix",
+            "customer": {"name": name},
+            "expected_payer_tax_id": "52998224725",
+        },
+        headers={"apikey": key, "Idempotency-Key": uuid.uuid4().hex},
+    )
+    charge_id = response.json["id"]
+    paid = client.post(
+        f"/v1/sandbox/charges/{charge_id}/pay",
+        json={"payer_document": None},
+        headers={"apikey": key},
+    )
+    assert paid.json["status"] == "processing"
+    return charge_id
+
+
+def _status(client, key: str, charge_id: str) -> str:
+    return client.get(f"/v1/charges/{charge_id}", headers={"apikey": key}).json["status"]
+
+
+def _ledger_problems(app) -> list[str]:
+    with app.app_context():
+        return ledger.check()
+
+
+def test_staff_see_held_payments_and_release_one(app, client, owner):
+    key = factories.make_api_key(app, owner.account_id)
+    charge_id = _held_charge(client, key, name="Ana Souza")
+    staff = _staff(app)
+    sign_in(client, staff)
+    page = html.unescape(client.get(BACK_OFFICE).get_data(as_text=True))
+    assert "Payments held for review" in page
+    assert charge_id in page and "Loja Teste" in page and "R$ 123,45" in page
+    assert "Ana Souza" in page and "52998224725" in page
+    assert "document not reported" in page
+    assert f'action="{BACK_OFFICE}/charges/{charge_id}/release"' in page
+    assert 'data-confirm="Release R$ 123,45 to Loja Teste?' in page
+
+    response = post_form(client, BACK_OFFICE, f"{BACK_OFFICE}/charges/{charge_id}/release")
+    assert response.status_code == 303
+    assert response.headers["Location"].endswith(BACK_OFFICE)
+    page = html.unescape(client.get(BACK_OFFICE).get_data(as_text=True))
+    assert "released: the merchant was credited" in page
+    assert "No payments are waiting for review." in page
+    assert _status(client, key, charge_id) == "paid"
+    assert _ledger_problems(app) == []
+    with app.app_context():
+        entry = db.session.scalar(sa.select(AuditLog).where(AuditLog.subject_id == charge_id[3:]))
+        assert entry.action == "charge.review_released" and entry.actor_user_id == staff.user_id
+
+
+def test_staff_return_a_held_payment_to_the_payer(app, client, owner):
+    key = factories.make_api_key(app, owner.account_id)
+    kept = _held_charge(client, key)
+    returned = _held_charge(client, key)
+    sign_in(client, _staff(app))
+    response = post_form(client, BACK_OFFICE, f"{BACK_OFFICE}/charges/{returned}/return")
+    assert response.status_code == 303
+    page = html.unescape(client.get(BACK_OFFICE).get_data(as_text=True))
+    assert "returned to the payer" in page
+    assert kept in page and f"/charges/{returned}/" not in page
+    assert _status(client, key, returned) == "refunded"
+    assert _status(client, key, kept) == "processing"
+    assert _ledger_problems(app) == []
+
+
+def test_a_charge_not_in_review_cannot_be_released_or_returned(app, client, owner):
+    key = factories.make_api_key(app, owner.account_id)
+    charge_id = _held_charge(client, key)
+    sign_in(client, _staff(app))
+    assert (
+        post_form(client, BACK_OFFICE, f"{BACK_OFFICE}/charges/{charge_id}/release").status_code
+        == 303
+    )
+    for action in ("release", "return"):
+        response = post_form(client, BACK_OFFICE, f"{BACK_OFFICE}/charges/{charge_id}/{action}")
+        assert response.status_code == 409
+        assert "holds no payment for review" in response.get_data(as_text=True)
+    assert _status(client, key, charge_id) == "paid"
+    assert (
+        post_form(client, BACK_OFFICE, f"{BACK_OFFICE}/charges/ch_nope/release").status_code == 404
+    )
+
+
+def test_merchants_cannot_release_or_return(app, client, owner):
+    key = factories.make_api_key(app, owner.account_id)
+    charge_id = _held_charge(client, key)
+    sign_in(client, owner)
+    for action in ("release", "return"):
+        response = post_form(client, "/dashboard/", f"{BACK_OFFICE}/charges/{charge_id}/{action}")
+        assert response.status_code == 403
+    assert _status(client, key, charge_id) == "processing"
+
+
+def test_release_needs_a_csrf_token(app, client, owner):
+    key = factories.make_api_key(app, owner.account_id)
+    charge_id = _held_charge(client, key)
+    sign_in(client, _staff(app))
+    assert client.post(f"{BACK_OFFICE}/charges/{charge_id}/release").status_code == 400
+    assert _status(client, key, charge_id) == "processing"
