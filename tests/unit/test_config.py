@@ -1,8 +1,11 @@
-"""Settings refuse to run unsafely instead of running with a public secret."""
+"""Settings refuse to run unsafely instead of running with a public secret, and every one
+of them is documented."""
+
+import re
 
 import pytest
 
-from app.config import DEVELOPMENT_SECRET, load_settings, validate_settings
+from app.config import DEVELOPMENT_SECRET, PROJECT_ROOT, load_settings, validate_settings
 
 
 def _settings(monkeypatch, **env):
@@ -37,3 +40,15 @@ def test_idempotency_keys_are_kept_at_least_a_day(monkeypatch):
         validate_settings(
             _settings(monkeypatch, APP_ENV="development", IDEMPOTENCY_KEY_TTL_HOURS="1")
         )
+
+
+def test_every_environment_variable_the_code_reads_is_in_the_readme():
+    """Is the README's configuration table complete (a new setting cannot go undocumented)?"""
+    root = PROJECT_ROOT
+    pattern = re.compile(r"(?:environ\.get|_env_int|_env_bool)\(\s*\"([A-Z][A-Z0-9_]+)\"")
+    sources = [*root.joinpath("app").rglob("*.py"), root / "worker.py", root / "wsgi.py"]
+    read = {name for path in sources for name in pattern.findall(path.read_text())}
+    readme = root.joinpath("README.md").read_text()
+    documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", readme, re.MULTILINE))
+    assert read, "no settings found: the pattern is stale"
+    assert read <= documented, sorted(read - documented)
