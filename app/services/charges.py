@@ -85,7 +85,7 @@ def create_charge(
     """
     fields = _validated(new)
     provider = pix_provider(mode)
-    account = _locked_account(account_id)
+    account = db.session.get(Account, account_id)
     now = utcnow()
     fraud.check_velocity(account_id, mode, fields["payer_document"], now)
     expires_in = fields.pop("expires_in") or account.charge_expires_in
@@ -206,10 +206,6 @@ def expire_due_charges(now: datetime | None = None, batch_size: int = 500) -> in
     for charge in due:
         expire_if_due(charge, now)
     return len(due)
-
-
-def _locked_account(account_id: str) -> Account:
-    return db.session.scalar(sa.select(Account).where(Account.id == account_id).with_for_update())
 
 
 def _cursor_charge(account_id: str, mode: KeyMode, cursor: str) -> Transaction:

@@ -3,6 +3,12 @@
 A live charge is one still awaiting payment and not yet past its expiry, created inside the
 window (`FRAUD_VELOCITY_WINDOW_SECONDS`); expired, cancelled, failed and paid charges do not
 count. Over a limit the request is refused with 403 and a `fraud.` code.
+
+The payer limit is exact: on PostgreSQL, requests for the same payer are serialised by a
+transaction-level advisory lock held until commit, so two cannot both take the last slot.
+The account limit is a coarse ceiling counted without a lock (it may be passed by the number
+of requests in flight at that instant), so one merchant's charges never queue behind each
+other.
 """
 
 from datetime import datetime, timedelta
@@ -22,10 +28,7 @@ ACCOUNT_VELOCITY = "fraud.account_velocity_exceeded"
 def check_velocity(
     account_id: str, mode: KeyMode, payer_document: str | None, now: datetime
 ) -> None:
-    """Refuse a new charge that would exceed the payer's or the account's limit.
-
-    The caller holds the account's lock, so concurrent requests cannot both squeeze in.
-    """
+    """Refuse a new charge that would exceed the payer's or the account's limit."""
     config = current_app.config
     live = sa.and_(
         Transaction.account_id == account_id,
@@ -35,6 +38,7 @@ def check_velocity(
         Transaction.created_at >= now - timedelta(seconds=config["FRAUD_VELOCITY_WINDOW_SECONDS"]),
     )
     if payer_document:
+        _serialise_payer(account_id, mode, payer_document)
         limit = config["FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER"]
         if _count(live, Transaction.payer_document == payer_document) >= limit:
             raise PermissionDenied(
@@ -52,3 +56,13 @@ def check_velocity(
 
 def _count(*conditions) -> int:
     return db.session.scalar(sa.select(sa.func.count()).select_from(Transaction).where(*conditions))
+
+
+def _serialise_payer(account_id: str, mode: KeyMode, payer_document: str) -> None:
+    """Hold a lock on (account, mode, payer) until commit; SQLite serialises writers anyway."""
+    if db.session.get_bind().dialect.name != "postgresql":
+        return
+    key = f"velocity:{account_id}:{mode}:{payer_document}"
+    db.session.execute(
+        sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
+    )

@@ -1,5 +1,6 @@
 """The fraud/velocity guard: live charges per payer and per account, in a window."""
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -72,3 +73,17 @@ def test_other_accounts_do_not_count(app, client, api_key, limits):
     for _ in range(2):
         created(client, other_key, **_for(CPF))
     assert created(client, api_key, **_for(CPF))["status"] == "pending"
+
+
+@pytest.mark.postgres
+def test_concurrent_requests_for_one_payer_cannot_pass_the_limit_together(app, api_key, limits):
+    """On PostgreSQL, ten simultaneous charges for one payer with a limit of 2 make exactly 2."""
+
+    def send(_):
+        with app.test_client() as client:
+            return create(client, api_key, **_for(CPF)).status_code
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        statuses = sorted(pool.map(send, range(10)))
+    assert statuses == [201, 201] + [403] * 8
+    assert count_rows(app, Transaction) == 2
