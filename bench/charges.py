@@ -1,0 +1,537 @@
+"""Benchmark: Pix charge creation over HTTP, next to a bare endpoint of the same app.
+
+Usage: `.venv/bin/python bench/charges.py [--workers 2 --threads 4 --concurrency 8 ...]`
+or `make bench`. Never part of the test suite.
+
+What it does, in one run on this machine:
+
+1. Creates a throwaway PostgreSQL database (`acme_bench_<timestamp>_<pid>`) and flushes the
+   benchmark's Redis DB (14 by default); migrates; creates an account and a test API key with
+   the operator CLI.
+2. Starts the app under gunicorn (gthread workers) with `APP_ENV=development` and the
+   account's velocity limit raised to 10,000,000, so the guard still runs its query on every
+   charge but never refuses benchmark traffic.
+3. Drives three phases with a pool of HTTP client threads (one `requests.Session` each), each
+   after a short warm-up that is not counted:
+   - `healthz`: `GET /healthz`, the bare endpoint: routing, the request log line and a JSON
+     answer, no database. It measures the server, the framework and the client.
+   - `create`: `POST /v1/charges` (API key, idempotency key, velocity guard, BR Code, events,
+     commit); each must answer 201 with a pending charge. All charges belong to one account,
+     like one busy merchant's traffic.
+   - `get`: `GET /v1/charges/<id>` on the charges made by `create`; each must answer 200.
+   None of the three routes touches Redis today; no RQ worker runs.
+4. Prints, per phase, requests, errors (any answer but the expected one, or no answer),
+   elapsed time, requests/s, latency percentiles and the CPU the client itself used (in cores:
+   near the machine's core count, the client is what limits the figures), then the ratios to
+   `healthz`; with `--json` also one JSON object. Stops gunicorn and drops the database at
+   the end, also on failure, Ctrl-C or SIGTERM. Any error makes the exit status 1.
+
+How to read the ratios: the bare endpoint runs on the same server, machine and run, so
+dividing by it takes out much of what the machine and the load generator contribute (not all:
+on a small machine the client takes CPU from the server, most in the fastest phase).
+`throughput create / healthz` is the share of the bare server's requests/s left once each
+request creates a charge (1.0 would mean charge creation is free); `p50` and `p99 create /
+healthz` are how many times slower a charge creation is than the bare request. Compare ratios
+between commits on the same machine; absolute figures only between runs on the same machine.
+"""
+
+import argparse
+import json
+import math
+import os
+import platform
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import redis
+import requests
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BIN = REPO_ROOT / ".venv" / "bin"
+DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
+ACCOUNT_VELOCITY_LIMIT = 10_000_000
+STARTUP_TIMEOUT_SECONDS = 30
+REQUEST_TIMEOUT_SECONDS = 30
+SHOWN_ERRORS = 5
+DEFAULT_SIZES = {"healthz": 2000, "create": 1000, "get": 1000}
+
+Request = Callable[[requests.Session, int], requests.Response]
+Check = Callable[[requests.Response], str | None]
+
+
+@dataclass
+class Sample:
+    latency: float
+    error: str | None
+    response: requests.Response | None
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    samples: list[Sample]
+    elapsed: float
+    client_cpu: float
+
+    @property
+    def errors(self) -> list[str]:
+        return [sample.error for sample in self.samples if sample.error]
+
+    @property
+    def requests_per_second(self) -> float:
+        return len(self.samples) / self.elapsed
+
+    def percentile_ms(self, fraction: float) -> float:
+        """Nearest-rank percentile of the latencies, in milliseconds."""
+        latencies = sorted(sample.latency for sample in self.samples)
+        rank = max(1, math.ceil(len(latencies) * fraction))
+        return latencies[rank - 1] * 1000
+
+    def figures(self) -> dict[str, float | int]:
+        return {
+            "requests": len(self.samples),
+            "errors": len(self.errors),
+            "elapsed_s": round(self.elapsed, 3),
+            "requests_per_s": round(self.requests_per_second, 1),
+            "p50_ms": round(self.percentile_ms(0.50), 2),
+            "p90_ms": round(self.percentile_ms(0.90), 2),
+            "p99_ms": round(self.percentile_ms(0.99), 2),
+            "max_ms": round(self.percentile_ms(1.0), 2),
+            "client_cpu_cores": round(self.client_cpu / self.elapsed, 2),
+        }
+
+
+@dataclass
+class Phase:
+    name: str
+    total: int
+    send: Request
+    expect: Check
+
+
+class BenchmarkError(Exception):
+    """The benchmark could not run or measured errors; the message says why."""
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer not below `minimum`."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} is below {minimum}")
+        return value
+
+    return parse
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Pix charge creation over HTTP (gunicorn + PostgreSQL) next to /healthz.",
+        epilog=f"Environment: BENCH_DATABASE_ADMIN_URL (default {DEFAULT_ADMIN_URL}), "
+        f"BENCH_REDIS_URL (default {DEFAULT_REDIS_URL}).",
+    )
+    parser.add_argument(
+        "--workers", type=at_least(1), default=2, help="gunicorn workers (default 2)"
+    )
+    parser.add_argument(
+        "--threads", type=at_least(1), default=4, help="threads per worker (default 4)"
+    )
+    parser.add_argument(
+        "--concurrency", type=at_least(1), default=8, help="client threads in flight (default 8)"
+    )
+    parser.add_argument(
+        "--requests",
+        type=at_least(1),
+        default=None,
+        help="requests per phase (default 2000 for healthz, 1000 for create and get)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=at_least(0),
+        default=50,
+        help="uncounted requests before each phase (default 50)",
+    )
+    parser.add_argument("--json", action="store_true", help="also print one JSON object")
+    return parser.parse_args()
+
+
+def redacted(url: str) -> str:
+    """The URL without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def with_database(admin_url: str, name: str) -> str:
+    return urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
+
+
+@contextmanager
+def throwaway_database(admin_url: str) -> Iterator[str]:
+    """A fresh database for this run, dropped afterwards; yields its URL."""
+    name = f"acme_bench_{int(time.time())}_{os.getpid()}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(admin_url, name)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def app_environment(database_url: str, redis_url: str, port: int) -> dict[str, str]:
+    return {
+        **os.environ,
+        "APP_ENV": "development",
+        "SECRET_KEY": secrets.token_hex(32),
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
+        "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT": str(ACCOUNT_VELOCITY_LIMIT),
+    }
+
+
+def flask_cli(env: dict[str, str], *args: str) -> str:
+    """Run `flask --app wsgi ARGS` in the repo; its stdout, or BenchmarkError with its stderr."""
+    done = subprocess.run(  # noqa: S603 (our own executable)
+        [str(BIN / "flask"), "--app", "wsgi", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise BenchmarkError(f"flask {' '.join(args)} failed:\n{done.stderr.strip()}")
+    return done.stdout
+
+
+def create_test_key(env: dict[str, str]) -> str:
+    """A test API key of a new account, parsed from `accounts create`'s `test_api_key=…` line."""
+    output = flask_cli(env, "accounts", "create", "Bench Store", "--test-key")
+    for line in output.splitlines():
+        if line.startswith("test_api_key=ak_test_"):
+            return line.removeprefix("test_api_key=")
+    raise BenchmarkError(f"No test API key in the output of accounts create:\n{output}")
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], port: int, workers: int, threads: int) -> Iterator[str]:
+    """The app under gunicorn, answering /healthz; yields its base URL. Logs go to a temp file,
+    shown when the server fails to start."""
+    command = [
+        str(BIN / "gunicorn"),
+        "wsgi:app",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(threads),
+    ]
+    with tempfile.TemporaryFile(mode="w+") as log:
+        server = subprocess.Popen(  # noqa: S603 (our own executable)
+            command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
+        )
+        try:
+            base_url = f"http://127.0.0.1:{port}"
+            wait_until_healthy(server, base_url, log)
+            yield base_url
+        finally:
+            stop(server)
+
+
+def wait_until_healthy(server: subprocess.Popen, base_url: str, log: IO[str]) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            break
+        try:
+            if requests.get(f"{base_url}/healthz", timeout=1).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    log.seek(0)
+    raise BenchmarkError(f"gunicorn did not answer /healthz with 200:\n{log.read()[-3000:]}")
+
+
+def stop(server: subprocess.Popen) -> None:
+    """SIGTERM (graceful), then SIGKILL to gunicorn's whole process group."""
+    if server.poll() is None:
+        server.terminate()
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def run_phase(name: str, total: int, concurrency: int, send: Request, expect: Check) -> PhaseResult:
+    """`total` requests from `concurrency` client threads; per-request latency and errors."""
+    samples: list[Sample | None] = [None] * total
+    indices = iter(range(total))
+    lock = threading.Lock()
+    stopping = threading.Event()
+
+    def client() -> None:
+        with requests.Session() as session:
+            while not stopping.is_set():
+                with lock:
+                    index = next(indices, None)
+                if index is None:
+                    return
+                samples[index] = timed(session, index, send, expect)
+
+    started, cpu_started = time.perf_counter(), time.process_time()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        try:
+            for future in [pool.submit(client) for _ in range(concurrency)]:
+                future.result()
+        finally:
+            stopping.set()
+    return PhaseResult(
+        name,
+        [sample for sample in samples if sample is not None],
+        time.perf_counter() - started,
+        time.process_time() - cpu_started,
+    )
+
+
+def timed(session: requests.Session, index: int, send: Request, expect: Check) -> Sample:
+    started = time.perf_counter()
+    try:
+        response = send(session, index)
+    except requests.RequestException as exc:
+        return Sample(time.perf_counter() - started, f"{type(exc).__name__}: {exc}", None)
+    latency = time.perf_counter() - started
+    return Sample(latency, expect(response), response)
+
+
+def expect_status(status: int) -> Check:
+    def check(response: requests.Response) -> str | None:
+        if response.status_code == status:
+            return None
+        return f"{response.status_code} {response.text[:300].strip()}"
+
+    return check
+
+
+def expect_pending_charge(response: requests.Response) -> str | None:
+    """201 with a pending charge: a charge the provider refused took another path."""
+    error = expect_status(201)(response)
+    if error is None and response.json().get("status") != "pending":
+        return f"201 but not pending: {response.text[:300].strip()}"
+    return error
+
+
+def phases(
+    base_url: str, api_key: str, sizes: dict[str, int], charge_ids: list[str]
+) -> list[Phase]:
+    """The three phases in order; `get` reads the ids that `create` leaves in charge_ids."""
+    headers = {"apikey": api_key}
+
+    def healthz(session: requests.Session, index: int) -> requests.Response:
+        return session.get(f"{base_url}/healthz", timeout=REQUEST_TIMEOUT_SECONDS)
+
+    def create(session: requests.Session, index: int) -> requests.Response:
+        return session.post(
+            f"{base_url}/v1/charges",
+            headers={**headers, "Idempotency-Key": f"bench-{secrets.token_hex(12)}"},
+            json={"amount": 1000 + index, "payment_method": "pix", "description": "bench"},
+            timeout=REQUEST_TIMEOUT_SECONDS,
+        )
+
+    def get(session: requests.Session, index: int) -> requests.Response:
+        charge_id = charge_ids[index % len(charge_ids)]
+        return session.get(
+            f"{base_url}/v1/charges/{charge_id}", headers=headers, timeout=REQUEST_TIMEOUT_SECONDS
+        )
+
+    return [
+        Phase("healthz", sizes["healthz"], healthz, expect_status(200)),
+        Phase("create", sizes["create"], create, expect_pending_charge),
+        Phase("get", sizes["get"], get, expect_status(200)),
+    ]
+
+
+def measure(
+    base_url: str, api_key: str, sizes: dict[str, int], warmup: int, concurrency: int
+) -> dict[str, PhaseResult]:
+    """Warm up, then measure, each phase. A warm-up error stops the run (the setup is broken);
+    errors in a measured phase are counted and the run goes on."""
+    charge_ids: list[str] = []
+    results: dict[str, PhaseResult] = {}
+    for phase in phases(base_url, api_key, sizes, charge_ids):
+        if phase.name == "get" and not charge_ids:
+            break  # every create failed: nothing to read, and those errors fail the run
+        warm_up = run_phase(f"{phase.name} warm-up", warmup, concurrency, phase.send, phase.expect)
+        if warm_up.errors:
+            raise BenchmarkError(describe_errors(warm_up))
+        result = run_phase(phase.name, phase.total, concurrency, phase.send, phase.expect)
+        results[phase.name] = result
+        if phase.name == "create":
+            charge_ids.extend(created_ids(result))
+    return results
+
+
+def created_ids(result: PhaseResult) -> list[str]:
+    return [s.response.json()["id"] for s in result.samples if s.error is None and s.response]
+
+
+def describe_errors(result: PhaseResult) -> str:
+    errors = result.errors
+    shown = "\n".join(f"  {error}" for error in errors[:SHOWN_ERRORS])
+    return (
+        f"{result.name}: {len(errors)} of {len(result.samples)} requests failed; "
+        f"first {min(len(errors), SHOWN_ERRORS)}:\n{shown}"
+    )
+
+
+def ratios(results: dict[str, PhaseResult]) -> dict[str, dict[str, float]]:
+    base = results["healthz"]
+    return {
+        f"{name} / healthz": {
+            "throughput": round(result.requests_per_second / base.requests_per_second, 3),
+            "p50_latency": round(result.percentile_ms(0.5) / base.percentile_ms(0.5), 2),
+            "p99_latency": round(result.percentile_ms(0.99) / base.percentile_ms(0.99), 2),
+        }
+        for name, result in results.items()
+        if name != "healthz"
+    }
+
+
+def git(*args: str) -> str:
+    done = subprocess.run(  # noqa: S603 (fixed git arguments)
+        ["git", *args],  # noqa: S607 (git from PATH)
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip()
+
+
+def git_commit() -> str:
+    """The short commit; the server runs the working tree, so say when it differs."""
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return f"{commit} (+ uncommitted changes)" if changed else commit
+
+
+def configuration(args: argparse.Namespace, database_url: str, redis_url: str) -> dict:
+    return {
+        "commit": git_commit(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average_before": round(os.getloadavg()[0], 2),
+        "workers": args.workers,
+        "threads": args.threads,
+        "worker_class": "gthread",
+        "concurrency": args.concurrency,
+        "warmup": args.warmup,
+        "database": redacted(database_url),
+        "redis": redacted(redis_url),
+        "account_velocity_limit": ACCOUNT_VELOCITY_LIMIT,
+    }
+
+
+def report(config: dict, results: dict[str, PhaseResult]) -> str:
+    lines = [
+        "Acme Pay benchmark: Pix charge creation over HTTP",
+        *(f"  {key:<23} {value}" for key, value in config.items()),
+        "  (account velocity limit raised so the guard never refuses: it still runs its query)",
+        "",
+        f"{'phase':<8}{'requests':>9}{'errors':>7}{'elapsed s':>10}{'req/s':>9}"
+        f"{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}{'client cpu':>11}",
+    ]
+    for name, result in results.items():
+        f = result.figures()
+        lines.append(
+            f"{name:<8}{f['requests']:>9}{f['errors']:>7}{f['elapsed_s']:>10.2f}"
+            f"{f['requests_per_s']:>9.1f}{f['p50_ms']:>9.2f}{f['p90_ms']:>9.2f}"
+            f"{f['p99_ms']:>9.2f}{f['max_ms']:>9.2f}{f['client_cpu_cores']:>11.2f}"
+        )
+    lines.append("")
+    for label, ratio in ratios(results).items():
+        lines.append(
+            f"{label}: throughput {ratio['throughput']:.3f}x, "
+            f"p50 latency {ratio['p50_latency']:.2f}x, p99 latency {ratio['p99_latency']:.2f}x"
+        )
+    return "\n".join(lines)
+
+
+def as_json(config: dict, results: dict[str, PhaseResult]) -> str:
+    return json.dumps(
+        {
+            "config": config,
+            "phases": {name: result.figures() for name, result in results.items()},
+            "ratios": ratios(results),
+        }
+    )
+
+
+def benchmark(args: argparse.Namespace) -> None:
+    admin_url = os.environ.get("BENCH_DATABASE_ADMIN_URL", DEFAULT_ADMIN_URL)
+    redis_url = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL)
+    sizes = dict.fromkeys(DEFAULT_SIZES, args.requests) if args.requests else DEFAULT_SIZES
+    redis.Redis.from_url(redis_url).flushdb()
+    with ExitStack() as stack:
+        database_url = stack.enter_context(throwaway_database(admin_url))
+        config = configuration(args, database_url, redis_url)
+        port = free_port()
+        env = app_environment(database_url, redis_url, port)
+        flask_cli(env, "db", "upgrade")
+        api_key = create_test_key(env)
+        base_url = stack.enter_context(gunicorn(env, port, args.workers, args.threads))
+        results = measure(base_url, api_key, sizes, args.warmup, args.concurrency)
+    print(report(config, results))
+    if args.json:
+        print(as_json(config, results))
+    failed = [describe_errors(result) for result in results.values() if result.errors]
+    if failed:
+        raise BenchmarkError("\n".join(failed))
+
+
+def main() -> int:
+    args = parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        benchmark(args)
+    except BenchmarkError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("benchmark interrupted; cleaned up", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
