@@ -1,8 +1,9 @@
 """The hosted checkout page: what a payer opens from a charge's `checkout_url`.
 
-It is public (the raw charge id in the address is the only secret), so it shows what a payer
-needs and nothing more: amount, merchant name, description, QR, copy-and-paste code, expiry
-and status. No customer data, txid, account id or end-to-end id is ever rendered. The page
+It is public: anyone the merchant gives the address to (it holds the charge's raw id, which
+the merchant also sees in the API and webhooks) may open it, so it shows what a payer needs
+and nothing more: amount, merchant name, description, QR, copy-and-paste code, expiry and
+status. No customer data, txid, account id or end-to-end id is ever rendered. The page
 polls `/status` (a three-field JSON) from `static/checkout.js`, since the CSP forbids inline
 script. Test-mode charges get a button that pays them through the sandbox's simulated bank.
 """

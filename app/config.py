@@ -18,6 +18,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEVELOPMENT_SECRET = "dev-only-insecure-secret-change-me"  # noqa: S105 (refused outside dev)
 LOCAL_ENVIRONMENTS = frozenset({"development", "testing"})
 MIN_IDEMPOTENCY_KEY_TTL_HOURS = 24
+FEE_PARTIES = ("provider", "platform")
 DEFAULT_FEE_SCHEDULE = {
     "charges": {
         "PIX": {"provider": {"fixed": 0, "bps": 20}, "platform": {"fixed": 0, "bps": 79}},
@@ -33,6 +34,16 @@ def load_env_file() -> None:
 def _env_int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     return default if raw in (None, "") else int(raw)
+
+
+def _env_json(name: str, default):
+    raw = os.environ.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise RuntimeError(f"{name} is not valid JSON: {error}") from error
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -72,8 +83,7 @@ def load_settings() -> dict:
         "API_KEY_LAST_USED_RESOLUTION_SECONDS": _env_int(
             "API_KEY_LAST_USED_RESOLUTION_SECONDS", 60
         ),
-        "FEE_SCHEDULE": json.loads(os.environ.get("FEE_SCHEDULE") or "null")
-        or DEFAULT_FEE_SCHEDULE,
+        "FEE_SCHEDULE": _env_json("FEE_SCHEDULE", DEFAULT_FEE_SCHEDULE),
         "FRAUD_VELOCITY_WINDOW_SECONDS": _env_int("FRAUD_VELOCITY_WINDOW_SECONDS", 3600),
         "FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER": _env_int("FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER", 5),
         "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT": _env_int("FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT", 1000),
@@ -120,16 +130,17 @@ def validate_settings(config: dict) -> None:
 
 
 def validate_fee_schedule(schedule: dict) -> None:
-    """Every rule is {fixed, bps} with non-negative integers, so fees are exact and never a
-    surprise at settlement time."""
-    for group, methods in schedule.items():
-        for method, rules in methods.items():
-            for party, rule in rules.items():
-                values = (rule or {}).get("fixed"), (rule or {}).get("bps")
-                if not all(
-                    isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values
-                ):
-                    raise RuntimeError(
-                        f"FEE_SCHEDULE {group}.{method}.{party} needs non-negative integers "
-                        "'fixed' (minor units) and 'bps' (basis points)."
-                    )
+    """Every charge method needs a provider and a platform rule of non-negative integers
+    {fixed, bps}, and Pix must be priced, so a settlement never fails for want of a fee."""
+    methods = schedule.get("charges") if isinstance(schedule, dict) else None
+    if not isinstance(methods, dict) or "PIX" not in methods:
+        raise RuntimeError("FEE_SCHEDULE needs charges.PIX (provider and platform rules).")
+    for method, rules in methods.items():
+        for party in FEE_PARTIES:
+            rule = rules.get(party) if isinstance(rules, dict) else None
+            values = (rule or {}).get("fixed"), (rule or {}).get("bps")
+            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+                raise RuntimeError(
+                    f"FEE_SCHEDULE charges.{method}.{party} needs non-negative integers "
+                    "'fixed' (minor units) and 'bps' (basis points)."
+                )

@@ -14,7 +14,6 @@ from typing import Literal
 from flask import Response, g, make_response, request
 
 from app.errors import InvalidRequest
-from app.extensions import db
 from app.services import idempotency
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -61,22 +60,14 @@ def _scope() -> str:
 
 def _run_once(claimed: idempotency.Claim, view, args, kwargs) -> Response:
     """Run the view; keep its work and answer only if it succeeded and the claim still holds."""
-    try:
+
+    def work():
         response = make_response(view(*args, **kwargs))
         if 200 <= response.status_code < 300:
-            idempotency.complete(claimed, response.status_code, response.get_data(as_text=True))
-            db.session.commit()
-            return response
-    except Exception:
-        _abandon(claimed)
-        raise
-    _abandon(claimed)
-    return response
+            return response, (response.status_code, response.get_data(as_text=True))
+        return response, None
 
-
-def _abandon(claimed: idempotency.Claim) -> None:
-    db.session.rollback()
-    idempotency.release(claimed)
+    return idempotency.run_once(claimed, work)
 
 
 def _replay(stored: idempotency.StoredResponse) -> Response:

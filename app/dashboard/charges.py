@@ -132,16 +132,13 @@ def create_test_charge() -> ResponseReturnValue:
 
 
 def _create_once(claimed: idempotency.Claim, new: NewCharge) -> str:
-    """Create the charge and store its id under the key, together; on failure, neither."""
-    try:
+    """Create the charge and remember its id under the key, together; on failure, neither."""
+
+    def work():
         charge = charges.create_charge(g.account_id, KeyMode.TEST, new)
-        idempotency.complete(claimed, 303, charge.id)
-        db.session.commit()
-    except Exception:
-        db.session.rollback()
-        idempotency.release(claimed)
-        raise
-    return charge.id
+        return charge.id, (303, charge.id)
+
+    return idempotency.run_once(claimed, work)
 
 
 def _list_page(filters: ListFilters, form: TestChargeForm, status: int = 200) -> tuple[str, int]:

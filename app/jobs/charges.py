@@ -6,7 +6,7 @@ Safe to run twice or concurrently: each charge is locked and re-checked before i
 from app.extensions import db
 from app.services import charges
 
-BATCH_SIZE = 500
+BATCH_SIZE = 100
 
 
 def expire_charges() -> int:

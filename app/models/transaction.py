@@ -71,7 +71,6 @@ class Transaction(db.Model):
     payment_methods: Mapped[list] = mapped_column(JSONType)
     paid_with: Mapped[str | None] = mapped_column(sa.String(16))
 
-    customer_id: Mapped[str | None] = mapped_column(sa.String(128))
     customer_name: Mapped[str | None] = mapped_column(sa.String(140))
     customer_document: Mapped[str | None] = mapped_column(sa.String(32))
     customer_email: Mapped[str | None] = mapped_column(sa.String(254))
@@ -110,7 +109,7 @@ class ReceivedPix(db.Model):
     end_to_end_id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     transaction_id: Mapped[str] = mapped_column(sa.ForeignKey("transactions.id"), index=True)
     amount: Mapped[int] = mapped_column(sa.BigInteger)
-    payer_document: Mapped[str | None] = mapped_column(sa.String(14))
+    payer_document: Mapped[str | None] = mapped_column(sa.String(32))
     payer_name: Mapped[str | None] = mapped_column(sa.String(140))
     outcome: Mapped[ReceivedPixOutcome] = mapped_column(
         sa.Enum(ReceivedPixOutcome, native_enum=False, length=32)

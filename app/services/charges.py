@@ -157,7 +157,7 @@ def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePa
             < sa.tuple_(sa.literal(cursor.created_at, Transaction.created_at.type), cursor.id)
         )
     if query.status:
-        conditions.append(Transaction.status.in_(statuses_for(query.status)))
+        conditions.append(_has_public_status(query.status, utcnow()))
     if query.created_after:
         conditions.append(Transaction.created_at >= query.created_after)
     if query.created_before:
@@ -174,38 +174,69 @@ def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePa
     return ChargePage(data=page, has_more=len(rows) > query.limit)
 
 
+def _has_public_status(public_status: str, now: datetime):
+    """The SQL test for a public status as a reader sees it now: an unpaid charge past its
+    expiry is `expired` (not `pending`) even before the sweep has moved it."""
+    overdue = sa.and_(Transaction.status.in_(AWAITING_PAYMENT), Transaction.expires_at <= now)
+    stored = Transaction.status.in_(statuses_for(public_status))
+    if public_status == "expired":
+        return sa.or_(stored, overdue)
+    if public_status == "pending":
+        return sa.and_(stored, sa.not_(overdue))
+    return stored
+
+
+def _is_overdue(charge: Transaction, now: datetime) -> bool:
+    return (
+        charge.status in AWAITING_PAYMENT
+        and charge.expires_at is not None
+        and (charge.expires_at <= now)
+    )
+
+
 def expire_if_due(charge: Transaction, now: datetime | None = None) -> Transaction:
     """Move an unpaid charge past its expiry to `expired` (the read-time half of expiry)."""
     now = now or utcnow()
-    if charge.status in AWAITING_PAYMENT and charge.expires_at and charge.expires_at <= now:
-        locked = transactions.lock(charge.id)
-        if locked.status in AWAITING_PAYMENT:
-            locked.metadata_ = {
-                **locked.metadata_,
-                "failure": _failure(
-                    "The Pix charge expired before it was paid.",
-                    "expired",
-                    ttl_seconds=locked.expires_in,
-                    at=now,
-                ),
-            }
-            transactions.transition(locked, TransactionStatus.EXPIRED, at=now)
-        return locked
-    return charge
+    if not _is_overdue(charge, now):
+        return charge
+    locked = transactions.lock(charge.id)
+    if _is_overdue(locked, now):
+        _expire(locked, now)
+    return locked
 
 
-def expire_due_charges(now: datetime | None = None, batch_size: int = 500) -> int:
-    """Expire up to `batch_size` overdue charges; the job commits and calls again if full."""
+def expire_due_charges(now: datetime | None = None, batch_size: int = 100) -> int:
+    """Expire up to `batch_size` overdue charges; the job commits and calls again if full.
+
+    Rows are locked in one statement, skipping any a request holds at that moment (it will
+    expire or pay them itself), so the sweep never waits on, or deadlocks with, a reader.
+    """
     now = now or utcnow()
     due = db.session.scalars(
         sa.select(Transaction)
         .where(Transaction.status.in_(AWAITING_PAYMENT), Transaction.expires_at <= now)
-        .order_by(Transaction.expires_at)
+        .order_by(Transaction.id)
         .limit(batch_size)
+        .with_for_update(skip_locked=True)
+        .execution_options(populate_existing=True)
     ).all()
     for charge in due:
-        expire_if_due(charge, now)
+        _expire(charge, now)
     return len(due)
+
+
+def _expire(charge: Transaction, now: datetime) -> None:
+    """Expire a locked, overdue charge: the reason goes in `metadata.failure`."""
+    charge.metadata_ = {
+        **charge.metadata_,
+        "failure": _failure(
+            "The Pix charge expired before it was paid.",
+            "expired",
+            ttl_seconds=charge.expires_in,
+            at=now,
+        ),
+    }
+    transactions.transition(charge, TransactionStatus.EXPIRED, at=now)
 
 
 def _cursor_charge(account_id: str, mode: KeyMode, cursor: str) -> Transaction:

@@ -40,22 +40,24 @@ def check_velocity(
     if payer_document:
         _serialise_payer(account_id, mode, payer_document)
         limit = config["FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER"]
-        if _count(live, Transaction.payer_document == payer_document) >= limit:
+        if _count_up_to(limit, live, Transaction.payer_document == payer_document) >= limit:
             raise PermissionDenied(
                 f"This payer already has {limit} open charges; wait for them to be paid or to "
                 "expire.",
                 code=CUSTOMER_VELOCITY,
             )
     limit = config["FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT"]
-    if _count(live) >= limit:
+    if _count_up_to(limit, live) >= limit:
         raise PermissionDenied(
             f"The account already has {limit} open charges in the velocity window.",
             code=ACCOUNT_VELOCITY,
         )
 
 
-def _count(*conditions) -> int:
-    return db.session.scalar(sa.select(sa.func.count()).select_from(Transaction).where(*conditions))
+def _count_up_to(limit: int, *conditions) -> int:
+    """How many rows match, counting no further than `limit` (all the guard needs to know)."""
+    matching = sa.select(sa.literal(1)).select_from(Transaction).where(*conditions).limit(limit)
+    return db.session.scalar(sa.select(sa.func.count()).select_from(matching.subquery()))
 
 
 def _serialise_payer(account_id: str, mode: KeyMode, payer_document: str) -> None:

@@ -14,8 +14,10 @@ that lost its claim to a takeover cannot store its answer, and its work is rolle
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 import sqlalchemy as sa
 from flask import current_app
@@ -26,6 +28,7 @@ from app.extensions import db
 from app.models import IdempotencyKey
 from app.models.base import utcnow
 
+T = TypeVar("T")
 MIN_KEY_LENGTH = 8
 MAX_KEY_LENGTH = 128
 KEY_REUSED = "idempotency_key_reused"
@@ -154,6 +157,31 @@ def complete(claimed: Claim, status: int, body: str) -> None:
             "This request took too long and was superseded by a retry with the same key.",
             code=REQUEST_IN_PROGRESS,
         )
+
+
+def run_once(claimed: Claim, work: Callable[[], tuple[T, tuple[int, str] | None]]) -> T:
+    """Run a claimed request's work: its changes and its answer commit together.
+
+    `work` returns its result and the answer to remember, `(status, body)`, or None when
+    there is nothing to remember (a refusal). Then, or when it raises, everything it did is
+    rolled back and the key is released, so the client may correct the request and retry.
+    """
+    try:
+        result, answer = work()
+        if answer is not None:
+            complete(claimed, *answer)
+            db.session.commit()
+            return result
+    except Exception:
+        _abandon(claimed)
+        raise
+    _abandon(claimed)
+    return result
+
+
+def _abandon(claimed: Claim) -> None:
+    db.session.rollback()
+    release(claimed)
 
 
 def release(claimed: Claim) -> None:

@@ -13,6 +13,8 @@ button today, a live PSP's webhook later). It is idempotent by end-to-end id and
 from dataclasses import dataclass
 from datetime import datetime
 
+import sqlalchemy as sa
+
 from app.errors import Conflict
 from app.extensions import db
 from app.models import (
@@ -54,7 +56,11 @@ def receive(charge_id: str, pix: IncomingPix) -> ReceivedPix:
     seen = db.session.get(ReceivedPix, pix.end_to_end_id)
     if seen is not None:
         return seen
-    charge = charges.expire_if_due(transactions.lock(charge_id), pix.received_at)
+    charge = transactions.lock(charge_id)
+    seen = _already_received(pix.end_to_end_id)  # a twin may have committed while we waited
+    if seen is not None:
+        return seen
+    charge = charges.expire_if_due(charge, pix.received_at)
     outcome = _outcome(charge, pix)
     received = ReceivedPix(
         end_to_end_id=pix.end_to_end_id,
@@ -79,10 +85,18 @@ def receive(charge_id: str, pix: IncomingPix) -> ReceivedPix:
     return received
 
 
+def _already_received(end_to_end_id: str) -> ReceivedPix | None:
+    return db.session.scalar(
+        sa.select(ReceivedPix)
+        .where(ReceivedPix.end_to_end_id == end_to_end_id)
+        .execution_options(populate_existing=True)
+    )
+
+
 def held_payment(charge: Transaction) -> ReceivedPix:
     """The Pix a charge in manual review is holding."""
     held = db.session.scalars(
-        db.select(ReceivedPix).where(
+        sa.select(ReceivedPix).where(
             ReceivedPix.transaction_id == charge.id,
             ReceivedPix.outcome == Outcome.HELD_FOR_REVIEW,
         )

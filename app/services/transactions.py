@@ -21,7 +21,7 @@ S = TransactionStatus
 AWAITING_PAYMENT = frozenset({S.PENDING, S.WAITING_PAYMENT})
 
 TRANSITIONS: dict[TransactionStatus, frozenset[TransactionStatus]] = {
-    S.PENDING: frozenset({S.WAITING_PAYMENT, S.REFUSED, S.CANCELLED}),
+    S.PENDING: frozenset({S.WAITING_PAYMENT, S.REFUSED, S.CANCELLED, S.EXPIRED}),
     S.WAITING_PAYMENT: frozenset(
         {S.PAID, S.PROCESSING, S.REFUNDED, S.EXPIRED, S.CANCELLED, S.REFUSED}
     ),

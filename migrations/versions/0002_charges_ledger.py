@@ -90,7 +90,6 @@ def upgrade():
             nullable=False,
         ),
         sa.Column("paid_with", sa.String(length=16), nullable=True),
-        sa.Column("customer_id", sa.String(length=128), nullable=True),
         sa.Column("customer_name", sa.String(length=140), nullable=True),
         sa.Column("customer_document", sa.String(length=32), nullable=True),
         sa.Column("customer_email", sa.String(length=254), nullable=True),
@@ -213,7 +212,7 @@ def upgrade():
         sa.Column("end_to_end_id", sa.String(length=32), nullable=False),
         sa.Column("transaction_id", sa.String(length=36), nullable=False),
         sa.Column("amount", sa.BigInteger(), nullable=False),
-        sa.Column("payer_document", sa.String(length=14), nullable=True),
+        sa.Column("payer_document", sa.String(length=32), nullable=True),
         sa.Column("payer_name", sa.String(length=140), nullable=True),
         sa.Column(
             "outcome",

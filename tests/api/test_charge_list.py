@@ -124,6 +124,10 @@ def test_other_accounts_and_modes_are_not_listed(app, client, api_key):
         ("?starting_after=ch_00000000-0000-0000-0000-000000000000", "starting_after"),
         ("?customer_id=123", "customer_id"),
         ("?sort=asc", "sort"),
+        ("?created_after=2026-11-01", "created_after"),
+        ("?created_before=2026-11-01", "created_before"),
+        ("?status=pending&status=paid", "status"),
+        ("?limit=5&limit=500", "limit"),
     ],
 )
 def test_unknown_or_malformed_filters_are_refused(client, api_key, query, param):
@@ -141,3 +145,13 @@ def test_a_cursor_from_another_account_is_refused(app, client, api_key):
 
 def test_listing_requires_a_key(client):
     assert_error(client.get("/v1/charges"), 401, "authentication_error", "unauthorized")
+
+
+def test_status_filter_sees_an_overdue_charge_as_expired_before_the_sweep(app, client, api_key):
+    """A charge past its expiry is listed under expired, never under pending."""
+    overdue, fresh = _make(app, client, api_key, 2)
+    update_row(app, overdue, expires_at=datetime.now(UTC) - timedelta(seconds=1))
+    pending = _list(client, api_key, "?status=pending").get_json()["data"]
+    assert [c["id"] for c in pending] == [fresh]
+    expired = _list(client, api_key, "?status=expired").get_json()["data"]
+    assert [(c["id"], c["status"]) for c in expired] == [(overdue, "expired")]

@@ -1,5 +1,6 @@
 """Settlement flows driven by the sandbox payer bank, with their events and ledger postings."""
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -240,8 +241,22 @@ def test_sandbox_payment_is_scoped_to_the_callers_test_charges(app, client, api_
     stranger = factories.make_api_key(app, factories.make_account(app, "Other"))
     assert_error(pay(client, stranger, charge["id"]), 404, "not_found_error", "not_found")
     assert_error(pay(client, api_key, "ch_missing"), 404, "not_found_error", "not_found")
-    response = pay(client, api_key, charge["id"], amount=0)
-    assert_error(response, 400, "invalid_request_error", "invalid_request", param="amount")
+    for body, param in (
+        ({"amount": 0}, "amount"),
+        ({"amount": 10**20}, "amount"),
+        ({"payer_document": "9" * 33}, "payer_document"),
+        ({"payer_name": "x" * 141}, "payer_name"),
+    ):
+        response = pay(client, api_key, charge["id"], **body)
+        assert_error(response, 400, "invalid_request_error", "invalid_request", param=param)
+    assert get(client, api_key, charge["id"]).get_json()["status"] == "pending"
+
+
+def test_an_unreadable_payer_document_is_a_mismatch(app, client, account_id, api_key):
+    charge = created(client, api_key, **LOCK)
+    refunded = pay(client, api_key, charge["id"], payer_document="not a document at all").get_json()
+    assert refunded["status"] == "refunded"
+    assert _wallet(app, account_id) is None
 
 
 def test_ledger_check_fails_when_a_wallet_disagrees_with_its_entries(app, client, api_key):
@@ -253,3 +268,29 @@ def test_ledger_check_fails_when_a_wallet_disagrees_with_its_entries(app, client
     result = app.test_cli_runner().invoke(check_ledger)
     assert result.exit_code == 1
     assert "pending" in result.output
+
+
+@pytest.mark.postgres
+def test_a_notification_delivered_twice_at_once_is_applied_once(app, client, api_key):
+    """On PostgreSQL, two simultaneous deliveries of one Pix credit once and neither fails."""
+    charge = created(client, api_key)
+    incoming = pix_payments.IncomingPix(
+        end_to_end_id="E99999999202611221200twinsAAAAA",
+        amount=charge["amount"],
+        payer_document=CPF,
+        payer_name="Ana",
+        received_at=utcnow(),
+    )
+
+    def deliver(_):
+        with app.app_context():
+            received = pix_payments.receive(raw(charge["id"]), incoming)
+            db.session.commit()
+            return received.outcome
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outcomes = list(pool.map(deliver, range(2)))
+    assert outcomes == ["credited", "credited"]
+    assert count_rows(app, LedgerPosting) == 1
+    assert event_types(app, charge["id"]).count("charge.paid") == 1
+    _ledger_is_clean(app)

@@ -52,3 +52,10 @@ def test_every_environment_variable_the_code_reads_is_in_the_readme():
     documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", readme, re.MULTILINE))
     assert read, "no settings found: the pattern is stale"
     assert read <= documented, sorted(read - documented)
+
+
+@pytest.mark.parametrize(("raw", "message"), [("{}", "charges.PIX"), ("{oops", "not valid JSON")])
+def test_a_fee_schedule_from_the_environment_is_checked_at_start(monkeypatch, raw, message):
+    monkeypatch.setenv("FEE_SCHEDULE", raw)
+    with pytest.raises(RuntimeError, match=message):
+        validate_settings(_settings(monkeypatch, APP_ENV="testing"))

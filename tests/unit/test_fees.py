@@ -39,6 +39,23 @@ def test_fees_never_exceed_the_amount(app, schedule):
     "rule",
     [{"fixed": -1, "bps": 0}, {"fixed": 0}, {"fixed": 1.5, "bps": 0}, {"fixed": True, "bps": 1}],
 )
-def test_a_bad_schedule_refuses_to_start(rule):
+def test_a_bad_rule_refuses_to_start(rule):
     with pytest.raises(RuntimeError, match="FEE_SCHEDULE"):
-        validate_fee_schedule({"charges": {"PIX": {"provider": rule}}})
+        validate_fee_schedule({"charges": {"PIX": {"provider": rule, "platform": rule}}})
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        {},
+        {"charges": {}},
+        {"charges": {"BOLETO": {"provider": {"fixed": 0, "bps": 0}}}},
+        {"charges": {"PIX": {"provider": {"fixed": 0, "bps": 20}}}},
+        {"charges": {"PIX": "0.99%"}},
+        [],
+    ],
+    ids=["empty", "no-methods", "no-pix", "no-platform-rule", "not-an-object", "a-list"],
+)
+def test_an_incomplete_schedule_refuses_to_start(schedule):
+    with pytest.raises(RuntimeError, match="FEE_SCHEDULE"):
+        validate_fee_schedule(schedule)

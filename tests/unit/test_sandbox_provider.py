@@ -6,6 +6,8 @@ from app.pix import brcode
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
 from app.providers.base import PixChargeRequest, ProviderError
 from app.providers.sandbox import FAILING_AMOUNT, SandboxPixProvider
+from tests.support import factories
+from tests.support.charges import created, pay
 
 
 def _request(amount: int = 2_500) -> PixChargeRequest:
@@ -51,3 +53,17 @@ def test_returns_and_transfers_carry_pix_ids():
     sent = provider.send_pix("ana@example.com", 100, "payout-1")
     assert sent.end_to_end_id.startswith("E") and END_TO_END_PATTERN.fullmatch(sent.end_to_end_id)
     assert sent.status == "CONCLUIDA"
+
+
+def test_charge_status_reads_the_charge_in_the_api_pix_vocabulary(app, client):
+    """The sandbox's books are the charge records: ATIVA, then CONCLUIDA once paid."""
+    key = factories.make_api_key(app, factories.make_account(app))
+    charge = created(client, key)
+    provider = SandboxPixProvider("http://localhost")
+    with app.app_context():
+        assert provider.charge_status(charge["pix"]["txid"]) == "ATIVA"
+    pay(client, key, charge["id"])
+    with app.app_context():
+        assert provider.charge_status(charge["pix"]["txid"]) == "CONCLUIDA"
+        with pytest.raises(ProviderError):
+            provider.charge_status("unknowntxid0000000000000000")

@@ -4,20 +4,18 @@ Types and shapes are checked here (400 with `details`); the rules between fields
 lock, check digits, limits) are the service's, so the dashboard form gets them too.
 """
 
-from datetime import UTC
-
 import marshmallow as ma
 
+from app.api.schemas.fields import DateTimeParam, QueryArgsSchema
 from app.formats.charges import PUBLIC_STATUSES, ChargeSchema
 from app.services.charges import (
     DEFAULT_LIST_LIMIT,
+    MAX_AMOUNT,
     MAX_DESCRIPTION,
     MAX_LIST_LIMIT,
     Customer,
     NewCharge,
 )
-
-STRICT = {"strict": True}
 
 
 class CustomerInputSchema(ma.Schema):
@@ -72,23 +70,16 @@ class PixChargeCreateSchema(ChargeCreateSchema):
     payment_method = ma.fields.String(load_default="pix", metadata={"enum": ["pix"]})
 
 
-class ChargeQuerySchema(ma.Schema):
+class ChargeQuerySchema(QueryArgsSchema):
     """List filters; anything else (`page`, `offset`, a typo) is refused, never ignored."""
-
-    class Meta:
-        unknown = ma.RAISE
 
     limit = ma.fields.Integer(
         load_default=DEFAULT_LIST_LIMIT, validate=ma.validate.Range(min=1, max=MAX_LIST_LIMIT)
     )
     starting_after = ma.fields.String(metadata={"description": "A ch_ id (cursor)."})
     status = ma.fields.String(validate=ma.validate.OneOf(PUBLIC_STATUSES))
-    created_after = ma.fields.AwareDateTime(
-        default_timezone=UTC, metadata={"description": "ISO 8601, inclusive; UTC if no zone."}
-    )
-    created_before = ma.fields.AwareDateTime(
-        default_timezone=UTC, metadata={"description": "ISO 8601, inclusive; UTC if no zone."}
-    )
+    created_after = DateTimeParam(metadata={"description": "ISO 8601, inclusive; UTC if no zone."})
+    created_before = DateTimeParam(metadata={"description": "ISO 8601, inclusive; UTC if no zone."})
     customer_id = ma.fields.String(metadata={"description": "Payer document (CPF or CNPJ)."})
 
 
@@ -102,11 +93,12 @@ class ChargeListSchema(ma.Schema):
 class SandboxPaymentSchema(ma.Schema):
     amount = ma.fields.Integer(
         strict=True,
-        validate=ma.validate.Range(min=1),
+        validate=ma.validate.Range(min=1, max=MAX_AMOUNT),
         metadata={"description": "Defaults to the charge amount."},
     )
     payer_document = ma.fields.String(
         allow_none=True,
+        validate=ma.validate.Length(max=32),
         metadata={
             "description": "Defaults to the payer lock or customer document; null simulates a "
             "bank that reports no payer document."

@@ -1,6 +1,11 @@
-"""Field types shared by the API schemas."""
+"""Field types and base schemas shared by the API schemas."""
+
+import re
+from datetime import UTC
 
 import marshmallow as ma
+
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class StrictBoolean(ma.fields.Boolean):
@@ -10,3 +15,35 @@ class StrictBoolean(ma.fields.Boolean):
         if not isinstance(value, bool):
             raise self.make_error("invalid", input=value)
         return value
+
+
+class DateTimeParam(ma.fields.AwareDateTime):
+    """An ISO 8601 date-time (UTC when it has no zone). A bare date is refused: as an
+    inclusive upper bound it would silently mean midnight and drop the whole day."""
+
+    def __init__(self, **kwargs):
+        super().__init__(default_timezone=UTC, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+            raise ma.ValidationError("Send a date-time, such as 2026-11-01T00:00:00Z.")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class QueryArgsSchema(ma.Schema):
+    """Query strings where nothing is silently ignored: unknown and repeated parameters are
+    400, never dropped or reduced to their first value."""
+
+    class Meta:
+        unknown = ma.RAISE
+
+    @ma.pre_load
+    def _refuse_repeats(self, data, **kwargs):
+        getlist = getattr(data, "getlist", None)
+        if getlist is not None:
+            repeated = {
+                name: ["Send this parameter once."] for name in data if len(getlist(name)) > 1
+            }
+            if repeated:
+                raise ma.ValidationError(repeated)
+        return data
