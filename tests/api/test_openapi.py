@@ -35,3 +35,18 @@ def test_interactive_page_loads_its_assets_from_this_service(client):
     for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "swagger-ui-standalone-preset.js"):
         assert client.get(f"/v1/docs/assets/{asset}").status_code == 200
     assert client.get("/static/swagger-init.js").status_code == 200
+
+
+def test_charge_creation_documents_its_idempotency_header_and_public_charge(client):
+    spec = client.get("/v1/openapi.json").json
+    for path in ("/v1/charges", "/v1/pix/charges"):
+        create = spec["paths"][path]["post"]
+        header = next(p for p in create["parameters"] if p["name"] == "Idempotency-Key")
+        assert header["in"] == "header" and header["required"] is True
+        assert header["schema"] == {"type": "string", "minLength": 8, "maxLength": 128}
+        assert create["security"] == [{"apikey": []}]
+        assert {"201", "400", "401", "403", "409", "422"} <= set(create["responses"])
+    charge = spec["components"]["schemas"]["Charge"]["properties"]
+    assert {"id", "status", "pix", "checkout_url", "settlement"} <= set(charge)
+    assert "provider" not in charge
+    assert spec["paths"]["/v1/pix/locations/{location_id}"]["get"]["security"] == []
