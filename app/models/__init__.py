@@ -6,7 +6,14 @@ from app.models.audit import AuditLog
 from app.models.auth_token import RevokedToken
 from app.models.event import Event
 from app.models.idempotency import IdempotencyKey
-from app.models.ledger import LedgerAccount, LedgerEntry, LedgerPosting, Wallet, WalletType
+from app.models.ledger import (
+    LedgerAccount,
+    LedgerEntry,
+    LedgerPosting,
+    SettlementRelease,
+    Wallet,
+    WalletType,
+)
 from app.models.refund import Refund, RefundStatus
 from app.models.transaction import (
     Origin,
@@ -15,6 +22,7 @@ from app.models.transaction import (
     Transaction,
     TransactionStatus,
 )
+from app.models.withdrawal import Withdrawal, WithdrawalStatus, WithdrawalType
 
 __all__ = [
     "Account",
@@ -34,9 +42,13 @@ __all__ = [
     "RefundStatus",
     "RevokedToken",
     "Role",
+    "SettlementRelease",
     "Transaction",
     "TransactionStatus",
     "User",
     "Wallet",
     "WalletType",
+    "Withdrawal",
+    "WithdrawalStatus",
+    "WithdrawalType",
 ]

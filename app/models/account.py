@@ -29,6 +29,11 @@ class Account(db.Model):
     name: Mapped[str] = mapped_column(sa.String(120))
     city: Mapped[str] = mapped_column(sa.String(60), default=DEFAULT_CITY)
     charge_expires_in: Mapped[int] = mapped_column(default=DEFAULT_CHARGE_EXPIRES_IN)
+    cnpj_checksum_waiver: Mapped[bool] = mapped_column(default=False)
+    withdrawals_auto_approve: Mapped[bool] = mapped_column(default=False)
+    withdrawals_auto_approve_threshold: Mapped[int | None] = mapped_column(sa.BigInteger)
+    payout_transaction_cap: Mapped[int | None] = mapped_column(sa.BigInteger)
+    payout_daily_cap: Mapped[int | None] = mapped_column(sa.BigInteger)
     active: Mapped[bool] = mapped_column(default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -90,3 +90,18 @@ class LedgerEntry(db.Model):
     )
     amount: Mapped[int] = mapped_column(sa.BigInteger)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SettlementRelease(db.Model):
+    """A tranche of settled money waiting in `pending` until its release time."""
+
+    __tablename__ = "settlement_releases"
+    __table_args__ = (sa.Index("ix_settlement_releases_due", "released_at", "release_at"),)
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    wallet_id: Mapped[str] = mapped_column(sa.ForeignKey("wallets.id"), index=True)
+    reference_id: Mapped[str] = mapped_column(sa.String(64))
+    amount: Mapped[int] = mapped_column(sa.BigInteger)
+    release_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    released_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
