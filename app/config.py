@@ -9,6 +9,7 @@ with a public signing key.
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,6 +20,7 @@ DEVELOPMENT_SECRET = "dev-only-insecure-secret-change-me"  # noqa: S105 (refused
 LOCAL_ENVIRONMENTS = frozenset({"development", "testing"})
 MIN_IDEMPOTENCY_KEY_TTL_HOURS = 24
 FEE_PARTIES = ("provider", "platform")
+SETTLEMENT_HOLD_PATTERN = re.compile(r"D\+(\d{1,2})|(\d{1,7})s")
 DEFAULT_FEE_SCHEDULE = {
     "charges": {
         "PIX": {"provider": {"fixed": 0, "bps": 20}, "platform": {"fixed": 0, "bps": 79}},
@@ -88,6 +90,8 @@ def load_settings() -> dict:
         "FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER": _env_int("FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER", 5),
         "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT": _env_int("FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT", 1000),
         "CHARGE_EXPIRY_SWEEP_SECONDS": _env_int("CHARGE_EXPIRY_SWEEP_SECONDS", 10),
+        "SETTLEMENT_HOLD": os.environ.get("SETTLEMENT_HOLD") or "D+1",
+        "SETTLEMENT_RELEASE_SWEEP_SECONDS": _env_int("SETTLEMENT_RELEASE_SWEEP_SECONDS", 60),
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": _env_bool(
@@ -123,6 +127,8 @@ def validate_settings(config: dict) -> None:
             "Set SECRET_KEY (and JWT_SECRET) or, on a developer machine, APP_ENV=development."
         )
     validate_fee_schedule(config["FEE_SCHEDULE"])
+    if not SETTLEMENT_HOLD_PATTERN.fullmatch(config["SETTLEMENT_HOLD"]):
+        raise RuntimeError("SETTLEMENT_HOLD is D+<business days> (e.g. D+1) or <seconds>s.")
     if config["IDEMPOTENCY_KEY_TTL_HOURS"] < MIN_IDEMPOTENCY_KEY_TTL_HOURS:
         raise RuntimeError(
             f"IDEMPOTENCY_KEY_TTL_HOURS must be at least {MIN_IDEMPOTENCY_KEY_TTL_HOURS}."

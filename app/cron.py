@@ -6,7 +6,7 @@ The scheduler only enqueues; the jobs run in the RQ workers (`python worker.py`)
 from rq import cron
 
 from app.config import load_settings
-from app.jobs import charges, maintenance
+from app.jobs import charges, maintenance, wallets
 
 PERIODIC_QUEUE = "periodic"
 settings = load_settings()
@@ -15,4 +15,9 @@ cron.register(maintenance.prune_idempotency_keys, PERIODIC_QUEUE, interval=3600)
 cron.register(maintenance.prune_revoked_tokens, PERIODIC_QUEUE, interval=3600)
 cron.register(
     charges.expire_charges, PERIODIC_QUEUE, interval=settings["CHARGE_EXPIRY_SWEEP_SECONDS"]
+)
+cron.register(
+    wallets.release_settlements,
+    PERIODIC_QUEUE,
+    interval=settings["SETTLEMENT_RELEASE_SWEEP_SECONDS"],
 )

@@ -3,7 +3,8 @@
 One entry point, `receive`, for every source of "a Pix arrived" (the sandbox endpoint and
 button today, a live PSP's webhook later). It is idempotent by end-to-end id and decides:
 
-- exact amount, payer check passing or no payer lock → `paid`, wallet credited (fees);
+- exact amount, payer check passing or no payer lock → `paid`, wallet credited (fees) in
+  its pending balance, released to available on the settlement schedule;
 - a different amount → refused by the bank (Pix is exact-amount); the charge stays pending;
 - payer lock set and a different payer document → `refunded`, returned automatically;
 - payer lock set and no payer document reported → `processing`, held for manual review;
@@ -29,7 +30,7 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix.documents import strip_formatting
 from app.providers import provider_named
-from app.services import audit, charges, fees, ledger, transactions
+from app.services import audit, charges, fees, ledger, releases, transactions
 from app.services.ledger import Line
 from app.services.transactions import AWAITING_PAYMENT
 
@@ -156,6 +157,7 @@ def _credit(charge: Transaction, received: ReceivedPix) -> None:
     charge.platform_fee = charge_fees.platform
     charge.end_to_end_id = received.end_to_end_id
     charge.paid_at = received.received_at
+    net = received.amount - charge_fees.total
     ledger.post(
         account_id=charge.account_id,
         mode=charge.mode,
@@ -165,11 +167,13 @@ def _credit(charge: Transaction, received: ReceivedPix) -> None:
         description=f"Pix {received.end_to_end_id} for charge ch_{charge.id}",
         lines=[
             Line(LedgerAccount.PROVIDER_CLEARING, -received.amount),
-            Line(LedgerAccount.PENDING, received.amount - charge_fees.total),
+            Line(LedgerAccount.PENDING, net),
             Line(LedgerAccount.PROVIDER_FEES, charge_fees.provider),
             Line(LedgerAccount.PLATFORM_FEES, charge_fees.platform),
         ],
     )
+    wallet = ledger.locked_wallet(charge.account_id, charge.mode, charge.currency)
+    releases.schedule(wallet, charge.id, net, received.received_at)
     transactions.transition(charge, TransactionStatus.PAID)
 
 
