@@ -2,7 +2,7 @@
 
 from flask import Flask
 
-from app.api import api_keys, auth, charges, docs, health, wallets
+from app.api import api_keys, auth, charges, docs, health, pix_keys, wallets
 from app.api.security import SECURITY_SCHEMES
 from app.extensions import api, csrf
 
@@ -14,6 +14,7 @@ RESOURCE_BLUEPRINTS = (
     charges.pix_blp,
     charges.sandbox_blp,
     wallets.blp,
+    pix_keys.blp,
 )
 
 

@@ -18,7 +18,8 @@ class Login(MethodView):
     @blp.response(200, TokenSchema)
     @blp.errors(401)
     def post(self, data):
-        """Exchange e-mail and password for a dashboard JWT scoped to one account."""
+        """Exchange e-mail and password for a JWT scoped to one account (or, for platform
+        staff without an account, a staff token for the admin routes)."""
         issued = auth.login(data["email"], data["password"], data["accountId"])
         db.session.commit()  # keeps a password hash upgraded at login
         membership = issued.membership
@@ -26,9 +27,9 @@ class Login(MethodView):
             "token": issued.token,
             "expiresAt": issued.expires_at,
             "expiresIn": int((issued.expires_at - utcnow()).total_seconds()),
-            "role": str(membership.role),
-            "account": membership.account,
-            "user": membership.user,
+            "role": str(membership.role) if membership else auth.STAFF_ROLE,
+            "account": membership.account if membership else None,
+            "user": issued.user,
         }
 
 

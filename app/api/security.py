@@ -44,16 +44,31 @@ def require_jwt(view):
 
     @wraps(view)
     def wrapper(*args, **kwargs):
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            raise Unauthorized("Missing or invalid bearer token.")
-        identity = auth.authenticate_token(token)
+        identity = auth.authenticate_token(_bearer_token())
         g.membership = identity.membership
         g.token_claims = identity.claims
         g.account_id = identity.membership.account_id
         return view(*args, **kwargs)
 
     return wrapper
+
+
+def require_staff_jwt(view):
+    """Let the request through only with a valid token of an active platform staff user."""
+
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        g.staff_user = auth.authenticate_staff_token(_bearer_token())
+        return view(*args, **kwargs)
+
+    return wrapper
+
+
+def _bearer_token() -> str:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("Missing or invalid bearer token.")
+    return token
 
 
 def current_membership() -> Membership:

@@ -21,13 +21,18 @@ from app.services import accounts
 
 JWT_ALGORITHM = "HS256"
 REQUIRED_CLAIMS = ["sub", "account", "role", "jti", "iat", "exp"]
+STAFF_ACCOUNT_CLAIM = "platform"  # a staff token names no merchant account
+STAFF_ROLE = "STAFF"
 
 
 @dataclass(frozen=True)
 class IssuedToken:
+    """A signed token; `membership` is None for a platform staff token (no account)."""
+
     token: str
     expires_at: datetime
-    membership: Membership
+    user: User
+    membership: Membership | None
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class TokenIdentity:
 def login(email: str, password: str, account_id: str | None) -> IssuedToken:
     """Check the password, pick the account, and issue a token for it."""
     user = accounts.authenticate(email, password)
+    if user.is_staff and account_id is None and not accounts.active_memberships(user):
+        return _issue(user, STAFF_ACCOUNT_CLAIM, STAFF_ROLE, None)
     membership = choose_membership(user, account_id)
     return issue_token(membership)
 
@@ -68,22 +75,46 @@ def choose_membership(user: User, account_id: str | None) -> Membership:
 
 
 def issue_token(membership: Membership) -> IssuedToken:
+    return _issue(membership.user, membership.account_id, str(membership.role), membership)
+
+
+def _issue(user: User, account: str, role: str, membership: Membership | None) -> IssuedToken:
     issued_at = utcnow().replace(microsecond=0)
     expires_at = issued_at + timedelta(seconds=current_app.config["JWT_LIFETIME_SECONDS"])
     claims = {
-        "sub": membership.user_id,
-        "account": membership.account_id,
-        "role": str(membership.role),
+        "sub": user.id,
+        "account": account,
+        "role": role,
         "jti": uuid.uuid4().hex,
         "iat": issued_at,
         "exp": expires_at,
     }
     token = jwt.encode(claims, current_app.config["JWT_SECRET"], algorithm=JWT_ALGORITHM)
-    return IssuedToken(token=token, expires_at=expires_at, membership=membership)
+    return IssuedToken(token=token, expires_at=expires_at, user=user, membership=membership)
 
 
 def authenticate_token(token: str) -> TokenIdentity:
     """The user and membership behind a valid, unrevoked token, or Unauthorized."""
+    claims = _verified_claims(token)
+    membership = accounts.active_membership(claims["sub"], claims["account"])
+    if membership is None:
+        raise Unauthorized()
+    return TokenIdentity(user=membership.user, membership=membership, claims=claims)
+
+
+def authenticate_staff_token(token: str) -> User:
+    """The active platform staff user behind a valid, unrevoked token, or Unauthorized.
+
+    Any token of a staff user qualifies (a staff login, or a staff member's account login);
+    the user is re-read, so removing the staff flag ends access at once.
+    """
+    user = db.session.get(User, _verified_claims(token)["sub"])
+    if user is None or not user.active or not user.is_staff:
+        raise Unauthorized("This route is for platform staff.")
+    return user
+
+
+def _verified_claims(token: str) -> dict:
     try:
         claims = jwt.decode(
             token,
@@ -97,10 +128,7 @@ def authenticate_token(token: str) -> TokenIdentity:
         raise Unauthorized() from None
     if is_revoked(claims["jti"]):
         raise Unauthorized("The token has been revoked; log in again.")
-    membership = accounts.active_membership(claims["sub"], claims["account"])
-    if membership is None:
-        raise Unauthorized()
-    return TokenIdentity(user=membership.user, membership=membership, claims=claims)
+    return claims
 
 
 def revoke_token(claims: dict) -> None:

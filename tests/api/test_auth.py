@@ -198,3 +198,17 @@ def test_api_key_is_not_accepted_on_jwt_routes(app, client, owner):
         "authentication_error",
         "unauthorized",
     )
+
+
+def test_staff_without_an_account_get_a_staff_token_that_opens_no_merchant_route(app, client):
+    """Can platform staff log in to the API, and is that token useless on merchant routes?"""
+    staff = factories.make_staff(app)
+    body = client.post(
+        "/v1/auth/login", json={"email": staff.email, "password": staff.password}
+    ).get_json()
+    assert body["role"] == "STAFF"
+    assert body["account"] is None
+    assert body["user"]["email"] == staff.email
+    assert _decode(body["token"])["account"] == "platform"
+    response = client.get("/v1/api-keys", headers=bearer(body["token"]))
+    assert_error(response, 401, "authentication_error", "unauthorized")

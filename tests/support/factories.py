@@ -43,3 +43,11 @@ def make_api_key(app, account_id: str, mode: KeyMode = KeyMode.TEST) -> str:
         issued = api_keys.issue_for_account(account_id, label="test", mode=mode)
         db.session.commit()
         return issued.cleartext
+
+
+def make_staff(app, email: str = "ops@acmepay.example.com") -> Member:
+    """A platform staff user with no merchant account (back-office, admin API)."""
+    with app.app_context():
+        user = accounts.add_user(email, PASSWORD, is_staff=True)
+        db.session.commit()
+        return Member(user_id=user.id, account_id="", email=email, role=Role.MEMBER)

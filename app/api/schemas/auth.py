@@ -29,5 +29,5 @@ class TokenSchema(ma.Schema):
     expiresAt = ma.fields.DateTime()
     expiresIn = ma.fields.Integer(metadata={"description": "Seconds until expiry."})
     role = ma.fields.String()
-    account = ma.fields.Nested(TokenAccountSchema)
+    account = ma.fields.Nested(TokenAccountSchema, allow_none=True)
     user = ma.fields.Nested(TokenUserSchema)
