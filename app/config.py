@@ -25,7 +25,13 @@ DEFAULT_FEE_SCHEDULE = {
     "charges": {
         "PIX": {"provider": {"fixed": 0, "bps": 20}, "platform": {"fixed": 0, "bps": 79}},
     },
+    "payouts": {
+        "PIX": {"fixed": 100, "bps": 0},
+        "TED": {"fixed": 500, "bps": 0},
+        "CRYPTO": {"fixed": 0, "bps": 100},
+    },
 }
+PAYOUT_TYPES = ("PIX", "TED", "CRYPTO")
 
 
 def load_env_file() -> None:
@@ -91,6 +97,12 @@ def load_settings() -> dict:
         "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT": _env_int("FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT", 1000),
         "CHARGE_EXPIRY_SWEEP_SECONDS": _env_int("CHARGE_EXPIRY_SWEEP_SECONDS", 10),
         "SETTLEMENT_HOLD": os.environ.get("SETTLEMENT_HOLD") or "D+1",
+        "PAYOUT_TRANSACTION_CAP": _env_int("PAYOUT_TRANSACTION_CAP", 10_000_000),
+        "PAYOUT_DAILY_CAP_MULTIPLIER": _env_int("PAYOUT_DAILY_CAP_MULTIPLIER", 5),
+        "WITHDRAWALS_AUTO_APPROVE_THRESHOLD": _env_int(
+            "WITHDRAWALS_AUTO_APPROVE_THRESHOLD", 100_000
+        ),
+        "PAYOUT_SWEEP_SECONDS": _env_int("PAYOUT_SWEEP_SECONDS", 30),
         "SETTLEMENT_RELEASE_SWEEP_SECONDS": _env_int("SETTLEMENT_RELEASE_SWEEP_SECONDS", 60),
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
@@ -136,17 +148,27 @@ def validate_settings(config: dict) -> None:
 
 
 def validate_fee_schedule(schedule: dict) -> None:
-    """Every charge method needs a provider and a platform rule of non-negative integers
-    {fixed, bps}, and Pix must be priced, so a settlement never fails for want of a fee."""
+    """Every charge method needs a provider and a platform rule, every payout type one rule,
+    each {fixed, bps} of non-negative integers; Pix charges must be priced. So a settlement or
+    a payout never fails for want of a fee."""
     methods = schedule.get("charges") if isinstance(schedule, dict) else None
     if not isinstance(methods, dict) or "PIX" not in methods:
         raise RuntimeError("FEE_SCHEDULE needs charges.PIX (provider and platform rules).")
     for method, rules in methods.items():
         for party in FEE_PARTIES:
-            rule = rules.get(party) if isinstance(rules, dict) else None
-            values = (rule or {}).get("fixed"), (rule or {}).get("bps")
-            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
-                raise RuntimeError(
-                    f"FEE_SCHEDULE charges.{method}.{party} needs non-negative integers "
-                    "'fixed' (minor units) and 'bps' (basis points)."
-                )
+            _check_fee_rule(
+                rules.get(party) if isinstance(rules, dict) else None, f"charges.{method}.{party}"
+            )
+    payouts = schedule.get("payouts")
+    for payout_type in PAYOUT_TYPES:
+        rule = payouts.get(payout_type) if isinstance(payouts, dict) else None
+        _check_fee_rule(rule, f"payouts.{payout_type}")
+
+
+def _check_fee_rule(rule, where: str) -> None:
+    values = (rule or {}).get("fixed"), (rule or {}).get("bps")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        raise RuntimeError(
+            f"FEE_SCHEDULE {where} needs non-negative integers 'fixed' (minor units) and "
+            "'bps' (basis points)."
+        )

@@ -6,7 +6,7 @@ The scheduler only enqueues; the jobs run in the RQ workers (`python worker.py`)
 from rq import cron
 
 from app.config import load_settings
-from app.jobs import charges, maintenance, wallets
+from app.jobs import charges, maintenance, payouts, wallets
 
 PERIODIC_QUEUE = "periodic"
 settings = load_settings()
@@ -21,3 +21,4 @@ cron.register(
     PERIODIC_QUEUE,
     interval=settings["SETTLEMENT_RELEASE_SWEEP_SECONDS"],
 )
+cron.register(payouts.sweep_payouts, PERIODIC_QUEUE, interval=settings["PAYOUT_SWEEP_SECONDS"])

@@ -2,7 +2,7 @@
 
 from flask import Flask
 
-from app.api import api_keys, auth, charges, docs, health, pix_keys, wallets
+from app.api import api_keys, auth, charges, docs, health, pix_keys, wallets, withdrawals
 from app.api.security import SECURITY_SCHEMES
 from app.extensions import api, csrf
 
@@ -15,6 +15,8 @@ RESOURCE_BLUEPRINTS = (
     charges.sandbox_blp,
     wallets.blp,
     pix_keys.blp,
+    withdrawals.blp,
+    withdrawals.admin_blp,
 )
 
 

@@ -26,6 +26,7 @@ class LedgerAccount(enum.StrEnum):
     PROVIDER_CLEARING = "provider_clearing"
     PROVIDER_FEES = "provider_fees"
     PLATFORM_FEES = "platform_fees"
+    PAYOUT_CLEARING = "payout_clearing"
 
 
 WALLET_BALANCES = frozenset(

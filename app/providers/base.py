@@ -47,11 +47,22 @@ class PixReturn:
 
 
 @dataclass(frozen=True)
-class PixTransfer:
-    """A Pix sent out (payout) and its end-to-end id."""
+class PayoutRequest:
+    """Money out: `destination` holds the Pix key, bank account or crypto address fields."""
 
-    end_to_end_id: str
-    status: str
+    reference: str
+    payout_type: str
+    amount: int
+    currency: str
+    destination: dict
+
+
+@dataclass(frozen=True)
+class PayoutSent:
+    """The provider's reference for a payout it settled (a Pix end-to-end id, a TED or a
+    transaction hash)."""
+
+    reference: str
 
 
 class PixProvider(ABC):
@@ -70,5 +81,6 @@ class PixProvider(ABC):
         """Send `amount` back to the payer of `end_to_end_id`; `refund_id` makes it idempotent."""
 
     @abstractmethod
-    def send_pix(self, pix_key: str, amount: int, payout_id: str) -> PixTransfer:
-        """Pay `amount` out to a Pix key; `payout_id` makes it idempotent."""
+    def payout(self, request: PayoutRequest) -> PayoutSent:
+        """Pay money out; `request.reference` makes a retry idempotent. Raises ProviderError
+        when the acquirer rejects it."""

@@ -2,8 +2,9 @@
 
 It issues dynamic codes whose location is served by this service
 (`/v1/pix/locations/<id>`, answering the charge's payload). Payments are simulated with
-`POST /v1/sandbox/charges/{id}/pay` or the checkout page's button. One amount fails on
-purpose so integrations can test the failure path: R$ 503,00 (`FAILING_AMOUNT`).
+`POST /v1/sandbox/charges/{id}/pay` or the checkout page's button. Payouts settle at once.
+One amount fails on purpose so integrations can test the failure paths: 503,00
+(`FAILING_AMOUNT`) makes charge creation fail and payouts be rejected.
 """
 
 import uuid
@@ -19,11 +20,12 @@ from app.models.base import utcnow
 from app.pix import brcode
 from app.pix.identifiers import new_end_to_end_id, new_return_id, new_txid
 from app.providers.base import (
+    PayoutRequest,
+    PayoutSent,
     PixCharge,
     PixChargeRequest,
     PixProvider,
     PixReturn,
-    PixTransfer,
     ProviderError,
 )
 
@@ -74,7 +76,13 @@ class SandboxPixProvider(PixProvider):
     def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:
         return PixReturn(return_id=new_return_id(SANDBOX_ISPB, utcnow()), status="DEVOLVIDO")
 
-    def send_pix(self, pix_key: str, amount: int, payout_id: str) -> PixTransfer:
-        return PixTransfer(
-            end_to_end_id=new_end_to_end_id(SANDBOX_ISPB, utcnow()), status="CONCLUIDA"
-        )
+    def payout(self, request: PayoutRequest) -> PayoutSent:
+        """Settles at once; the failing amount is rejected, as an acquirer would."""
+        if request.amount == FAILING_AMOUNT:
+            raise ProviderError(
+                "Sandbox: the acquirer rejected the payout (test amount 503,00).",
+                code="sandbox_rejected",
+            )
+        if request.payout_type == "CRYPTO":
+            return PayoutSent(reference="0x" + uuid.uuid4().hex + uuid.uuid4().hex)
+        return PayoutSent(reference=new_end_to_end_id(SANDBOX_ISPB, utcnow()))

@@ -1,8 +1,8 @@
 """Fees from the one fee schedule in configuration (`FEE_SCHEDULE`): fixed + basis points.
 
-Computed once, when money settles, and stored on the record; never shown on the public
-charge. Basis points round half up to the centavo, and fees never exceed the amount, so a
-settlement never makes a wallet go down.
+Computed once, when money settles or a payout is requested, and stored on the record; never
+shown on the public charge. Basis points round half up to the centavo; charge fees never
+exceed the charge's amount, so a settlement never makes a wallet go down.
 """
 
 from dataclasses import dataclass
@@ -36,3 +36,9 @@ def charge_fees(method: str, amount: int) -> ChargeFees:
     provider = min(_rule_amount(rules["provider"], amount), amount)
     platform = min(_rule_amount(rules["platform"], amount), amount - provider)
     return ChargeFees(provider=provider, platform=platform)
+
+
+def payout_fee(payout_type: str, amount: int) -> int:
+    """The fee a payout of `amount` costs, on top of the amount (the wallet pays both)."""
+    rule = current_app.config["FEE_SCHEDULE"]["payouts"][payout_type]
+    return _rule_amount(rule, amount)

@@ -4,7 +4,7 @@ import pytest
 
 from app.pix import brcode
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
-from app.providers.base import PixChargeRequest, ProviderError
+from app.providers.base import PayoutRequest, PixChargeRequest, ProviderError
 from app.providers.sandbox import FAILING_AMOUNT, SandboxPixProvider
 from tests.support import factories
 from tests.support.charges import created, pay
@@ -45,14 +45,22 @@ def test_a_location_too_long_for_a_br_code_is_a_provider_error():
     assert failure.value.code == "invalid_brcode"
 
 
-def test_returns_and_transfers_carry_pix_ids():
+def test_returns_carry_a_return_id():
     provider = SandboxPixProvider("http://localhost")
     returned = provider.return_pix("E99999999202611221200abcdefghijk", 100, "refund-1")
     assert returned.return_id.startswith("D") and END_TO_END_PATTERN.fullmatch(returned.return_id)
     assert returned.status == "DEVOLVIDO"
-    sent = provider.send_pix("ana@example.com", 100, "payout-1")
-    assert sent.end_to_end_id.startswith("E") and END_TO_END_PATTERN.fullmatch(sent.end_to_end_id)
-    assert sent.status == "CONCLUIDA"
+
+
+def test_payouts_settle_with_a_reference_or_fail_on_the_failing_amount():
+    provider = SandboxPixProvider("http://localhost")
+    pix = provider.payout(PayoutRequest("w1", "PIX", 100, "BRL", {"pixKey": "a@b.co"}))
+    assert END_TO_END_PATTERN.fullmatch(pix.reference)
+    crypto = provider.payout(PayoutRequest("w2", "CRYPTO", 100, "USDT", {}))
+    assert crypto.reference.startswith("0x") and len(crypto.reference) == 66
+    with pytest.raises(ProviderError) as failure:
+        provider.payout(PayoutRequest("w3", "TED", FAILING_AMOUNT, "BRL", {}))
+    assert failure.value.code == "sandbox_rejected"
 
 
 def test_charge_status_reads_the_charge_in_the_api_pix_vocabulary(app, client):

@@ -1,0 +1,116 @@
+"""Payouts (wire name: withdrawals), JWT: request, list, read and cancel for the caller's
+account; and the admin routes where platform staff approve or reject pending payouts."""
+
+from flask import g
+from flask.views import MethodView
+
+from app.api.idempotency import idempotent
+from app.api.schemas.withdrawals import (
+    RejectionSchema,
+    WithdrawalCreateSchema,
+    WithdrawalPageSchema,
+    WithdrawalQuerySchema,
+)
+from app.api.security import JWT_SECURITY, current_membership, require_jwt, require_staff_jwt
+from app.extensions import Blueprint, db
+from app.formats.payouts import PayoutSchema
+from app.models import KeyMode
+from app.services import payouts
+
+blp = Blueprint("withdrawals", __name__, url_prefix="/v1/withdrawals", description="Payouts (JWT)")
+admin_blp = Blueprint(
+    "admin", __name__, url_prefix="/v1/admin", description="Platform staff (staff JWT)"
+)
+
+
+@blp.route("")
+class Withdrawals(MethodView):
+    decorators = [require_jwt]
+
+    @blp.doc(security=JWT_SECURITY)
+    @idempotent("body")
+    @blp.arguments(WithdrawalCreateSchema)
+    @blp.response(201, PayoutSchema)
+    @blp.errors(400, 401, 403, 409, 422)
+    def post(self, new):
+        """Request a payout: PENDING until approved; nothing is debited yet (OWNER or ADMIN)."""
+        return payouts.request_payout(current_membership(), new)
+
+    @blp.doc(security=JWT_SECURITY)
+    @blp.arguments(WithdrawalQuerySchema, location="query", unknown="raise")
+    @blp.response(200, WithdrawalPageSchema)
+    @blp.errors(400, 401)
+    def get(self, query):
+        """List the account's payouts, newest first, a page at a time."""
+        mode = KeyMode(query["mode"]) if "mode" in query else None
+        rows, total = payouts.list_payouts(
+            g.account_id, mode, query.get("status"), query["page"], query["limit"]
+        )
+        return {"data": rows, "total": total, "page": query["page"], "limit": query["limit"]}
+
+
+@blp.route("/<withdrawal_id>")
+class WithdrawalById(MethodView):
+    decorators = [require_jwt]
+
+    @blp.doc(security=JWT_SECURITY)
+    @blp.response(200, PayoutSchema)
+    @blp.errors(401, 404)
+    def get(self, withdrawal_id):
+        """Read one payout of the account."""
+        return payouts.get(g.account_id, withdrawal_id)
+
+
+@blp.route("/<withdrawal_id>/cancel")
+class WithdrawalCancellation(MethodView):
+    decorators = [require_jwt]
+
+    @blp.doc(security=JWT_SECURITY)
+    @blp.response(200, PayoutSchema)
+    @blp.errors(400, 401, 404)
+    def post(self, withdrawal_id):
+        """Cancel a payout while it is PENDING (never debited, so nothing moves)."""
+        withdrawal = payouts.cancel(current_membership(), withdrawal_id)
+        db.session.commit()
+        return withdrawal
+
+
+@admin_blp.route("/withdrawals")
+class PendingWithdrawals(MethodView):
+    decorators = [require_staff_jwt]
+
+    @admin_blp.doc(security=JWT_SECURITY)
+    @admin_blp.response(200, PayoutSchema(many=True))
+    @admin_blp.errors(401)
+    def get(self):
+        """Payouts of every account waiting for approval, oldest first."""
+        return payouts.pending_review()
+
+
+@admin_blp.route("/withdrawals/<withdrawal_id>/approve")
+class WithdrawalApproval(MethodView):
+    decorators = [require_staff_jwt]
+
+    @admin_blp.doc(security=JWT_SECURITY)
+    @admin_blp.response(200, PayoutSchema)
+    @admin_blp.errors(401, 404, 409)
+    def post(self, withdrawal_id):
+        """Approve: debits amount + fee now (409 if the balance no longer covers them)."""
+        withdrawal = payouts.approve(withdrawal_id, g.staff_user.id)
+        db.session.commit()
+        return withdrawal
+
+
+@admin_blp.route("/withdrawals/<withdrawal_id>/reject")
+class WithdrawalRejection(MethodView):
+    decorators = [require_staff_jwt]
+
+    @admin_blp.doc(security=JWT_SECURITY)
+    @admin_blp.arguments(RejectionSchema, required=False)
+    @admin_blp.response(200, PayoutSchema)
+    @admin_blp.errors(400, 401, 404, 409)
+    def post(self, body, withdrawal_id):
+        """Reject a pending payout; it was never debited."""
+        withdrawal = payouts.reject(withdrawal_id, g.staff_user.id, body.get("reason"))
+        db.session.commit()
+        return withdrawal

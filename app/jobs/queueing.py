@@ -1,0 +1,36 @@
+"""Enqueue jobs only after the work they act on is committed (never inside a transaction).
+
+A service calls `enqueue_after_commit`; the job is handed to RQ when the session commits and
+forgotten when it rolls back. If Redis is down at that moment the enqueue is logged and
+skipped: the periodic sweeps find the rows by their state and run them later, so nothing is
+lost, only delayed.
+"""
+
+import logging
+
+from redis.exceptions import RedisError
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from app.extensions import get_queue
+
+log = logging.getLogger(__name__)
+PENDING_JOBS = "acme_jobs_after_commit"
+
+
+def enqueue_after_commit(session: Session, queue_name: str, func: str, *args) -> None:
+    session.info.setdefault(PENDING_JOBS, []).append((queue_name, func, args))
+
+
+@event.listens_for(Session, "after_commit")
+def _enqueue_pending(session: Session) -> None:
+    for queue_name, func, args in session.info.pop(PENDING_JOBS, []):
+        try:
+            get_queue(queue_name).enqueue(func, *args)
+        except RedisError:
+            log.warning("enqueue failed; the sweep will pick it up", extra={"job": func})
+
+
+@event.listens_for(Session, "after_rollback")
+def _forget_pending(session: Session) -> None:
+    session.info.pop(PENDING_JOBS, None)
