@@ -4,6 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import sqlalchemy as sa
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from app.extensions import db
 from app.jobs import payouts as payout_jobs
@@ -346,5 +347,46 @@ def test_fifty_concurrent_approvals_against_a_balance_for_ten(app, client, merch
         statuses = list(pool.map(approve, ids))
     assert statuses.count(200) == 10
     assert statuses.count(409) == 40
+    assert available(client, merchant) == 0
+    _ledger_is_clean(app)
+
+
+def test_an_approval_made_while_redis_is_down_is_paid_by_the_sweep(
+    app, client, merchant, staff, monkeypatch
+):
+    """Redis down at approval: the approval still commits and the cron sweep pays it later."""
+
+    def redis_is_down(_name):
+        raise RedisConnectionError("Connection refused")
+
+    payout = request(client, merchant).get_json()
+    with monkeypatch.context() as patch:
+        patch.setattr("app.jobs.queueing.get_queue", redis_is_down)
+        assert _approve(client, staff, payout["id"]).status_code == 200
+    with app.app_context():
+        assert payout_jobs.sweep_payouts() == 1
+    body = client.get(f"/v1/withdrawals/{payout['id']}", headers=merchant.headers).get_json()
+    assert body["status"] == "COMPLETED"
+    _ledger_is_clean(app)
+
+
+@pytest.mark.postgres
+def test_fifty_concurrent_auto_approved_requests_against_a_balance_for_ten(app, client, merchant):
+    """On PostgreSQL: with auto-approval, 50 simultaneous requests debit exactly 10."""
+    set_account(app, merchant.member.account_id, withdrawals_auto_approve=True)
+
+    def send(_):
+        with app.test_client() as http:
+            response = request(http, merchant, amount=10_000 - PIX_FEE)
+            return response.status_code, response.get_json()
+
+    with ThreadPoolExecutor(max_workers=25) as pool:
+        results = list(pool.map(send, range(50)))
+    approved = [body for status, body in results if status == 201]
+    refused = [body for status, body in results if status == 400]
+    assert len(approved) == 10 and all(b["status"] == "APPROVED" for b in approved)
+    assert len(refused) == 40
+    assert all(b["error"]["code"] == "insufficient_funds" for b in refused)
+    assert count_rows(app, Withdrawal) == 10
     assert available(client, merchant) == 0
     _ledger_is_clean(app)
