@@ -16,6 +16,8 @@ bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 NAV_ITEMS = (
     ("dashboard.overview", "Overview"),
     ("dashboard.charges_page", "Charges"),
+    ("dashboard.wallets_page", "Wallets"),
+    ("dashboard.payouts_page", "Payouts"),
     ("dashboard.api_keys_page", "API keys"),
 )
 STAFF_NAV_ITEMS = (("dashboard.back_office", "Back-office"),)
@@ -28,7 +30,15 @@ def visible_nav_items() -> tuple:
 
 
 def register_dashboard(app: Flask) -> None:
-    from app.dashboard import api_keys, auth, back_office, charges, overview  # noqa: F401 (views)
+    from app.dashboard import (  # noqa: F401 (views)
+        api_keys,
+        auth,
+        back_office,
+        charges,
+        overview,
+        payouts,
+        wallets,
+    )
 
     login_manager.login_view = "dashboard.login"
     login_manager.login_message = "Please sign in to continue."

@@ -1,22 +1,27 @@
-"""Back-office for platform staff: the merchant accounts on the platform, and Pix payments
-held for manual review (payer-locked charges whose payer the bank did not identify).
+"""Back-office for platform staff: the merchant accounts on the platform, Pix payments held
+for manual review (payer-locked charges whose payer the bank did not identify), and payouts
+waiting for approval.
 
-Release and return call `pix_payments`, the same functions any future review tool would, so
-the money moves (ledger credit or Pix return) are decided in one place and audited there.
-Payout approvals and dispute handling join this area with the payouts and disputes work.
+Release and return call `pix_payments`, approve and reject call `payouts`: the same functions
+as the admin API, so the money moves (ledger credit, Pix return, payout debit) are decided in
+one place and audited there. Dispute handling joins this area with the disputes work.
 """
+
+from collections.abc import Callable
 
 from flask import flash, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
 
 from app.dashboard import bp
-from app.dashboard.forms import ConfirmForm
+from app.dashboard.forms import ConfirmForm, PayoutRejectionForm
+from app.dashboard.payouts import destination
 from app.dashboard.session import staff_required
+from app.errors import ApiError
 from app.extensions import db
 from app.formats import charges as charge_format
-from app.models import Transaction
-from app.services import accounts, pix_payments, review
+from app.models import Transaction, Withdrawal
+from app.services import accounts, payout_review, payouts, pix_payments, review
 from app.templating import money
 
 
@@ -27,7 +32,10 @@ def back_office() -> ResponseReturnValue:
         "dashboard/back_office.html",
         summaries=accounts.platform_accounts(),
         held_charges=review.review_queue(),
+        pending_payouts=payout_review.pending_payouts_with_accounts(),
         confirm_form=ConfirmForm(formdata=None),
+        rejection_form=PayoutRejectionForm(formdata=None),
+        destination=destination,
     )
 
 
@@ -48,6 +56,48 @@ def return_held_charge(charge_id: str) -> ResponseReturnValue:
     charge = pix_payments.return_held(charge_format.raw_id(charge_id), current_user.id)
     db.session.commit()
     flash(f"{_described(charge)} returned to the payer; the charge is refunded.", "info")
+    return redirect(url_for("dashboard.back_office"), 303)
+
+
+@bp.post("/back-office/payouts/<payout_id>/approve")
+@staff_required
+def approve_payout(payout_id: str) -> ResponseReturnValue:
+    """Staff approve: amount + fee are debited now and the payout is sent after the commit."""
+    return _decided(
+        lambda: payouts.approve(payout_id, current_user.id),
+        "approved: the amount and fee were debited and it is being sent",
+    )
+
+
+@bp.post("/back-office/payouts/<payout_id>/reject")
+@staff_required
+def reject_payout(payout_id: str) -> ResponseReturnValue:
+    """Staff refuse a pending payout; it was never debited, so nothing moves."""
+    form = PayoutRejectionForm()
+    if not form.validate_on_submit():
+        flash(f"{form.reason.label.text}: " + " ".join(form.reason.errors), "error")
+        return redirect(url_for("dashboard.back_office"), 303)
+    return _decided(
+        lambda: payouts.reject(payout_id, current_user.id, form.reason.data or None),
+        "rejected: nothing was debited",
+    )
+
+
+def _decided(decide: Callable[[], Withdrawal], outcome: str) -> ResponseReturnValue:
+    """Commit a staff decision, or show why the service refused it (say, the merchant's
+    balance no longer covers the payout, or someone decided it first) on the page."""
+    try:
+        payout = decide()
+    except ApiError as error:
+        db.session.rollback()
+        flash(error.message, "error")
+    else:
+        db.session.commit()
+        flash(
+            f"The {money(payout.amount, payout.currency)} payout to {destination(payout)} "
+            f"{outcome}.",
+            "info",
+        )
     return redirect(url_for("dashboard.back_office"), 303)
 
 

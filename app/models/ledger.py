@@ -79,13 +79,14 @@ class LedgerEntry(db.Model):
             "(wallet_id IS NULL) = (ledger_account NOT IN ('AVAILABLE', 'PENDING', 'RETAINED'))",
             name="wallet_balances_only",
         ),
+        sa.Index("ix_ledger_entries_wallet_statement", "wallet_id", "id"),
     )
 
     id: Mapped[int] = mapped_column(
         sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True
     )
     posting_id: Mapped[str] = mapped_column(sa.ForeignKey("ledger_postings.id"), index=True)
-    wallet_id: Mapped[str | None] = mapped_column(sa.ForeignKey("wallets.id"), index=True)
+    wallet_id: Mapped[str | None] = mapped_column(sa.ForeignKey("wallets.id"))
     ledger_account: Mapped[LedgerAccount] = mapped_column(
         sa.Enum(LedgerAccount, native_enum=False, length=32)
     )

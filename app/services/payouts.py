@@ -339,7 +339,8 @@ def _transition(withdrawal: Withdrawal, to: WithdrawalStatus) -> None:
     previous = withdrawal.status
     if to not in TRANSITIONS.get(previous, frozenset()):
         raise Conflict(
-            f"A {previous} withdrawal cannot become {to}.", code="invalid_status_transition"
+            f"A withdrawal in status {previous} cannot become {to}.",
+            code="invalid_status_transition",
         )
     withdrawal.status = to
     withdrawal.updated_at = utcnow()

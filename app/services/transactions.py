@@ -78,7 +78,8 @@ def transition(
     previous = transaction.status
     if to not in TRANSITIONS.get(previous, frozenset()):
         raise Conflict(
-            f"A {previous} transaction cannot become {to}.", code="invalid_status_transition"
+            f"A transaction in status {previous} cannot become {to}.",
+            code="invalid_status_transition",
         )
     transaction.status = to
     transaction.updated_at = at or utcnow()

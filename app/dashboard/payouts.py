@@ -1,0 +1,200 @@
+"""Payouts in the dashboard: the list with its filters, the Pix payout request form, and
+cancelling a request while it is still PENDING.
+
+Every read and write goes through `app.services.payouts`, the functions behind
+`/v1/withdrawals`, so the rules live in one place: a MEMBER who posts the request form by
+hand is refused by the service exactly like an API call. Filters live in the query string so
+a reload or a shared link shows the same page.
+"""
+
+import math
+import uuid
+from dataclasses import asdict, dataclass, replace
+from urllib.parse import urlencode
+
+from flask import flash, g, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+
+from app.dashboard import bp
+from app.dashboard.charges import MODES
+from app.dashboard.forms import ConfirmForm, PixPayoutForm
+from app.dashboard.session import current_membership, member_required
+from app.dashboard.wallets import mode_arg, page_arg
+from app.errors import ApiError, InvalidRequest
+from app.extensions import db
+from app.models import Withdrawal, WithdrawalStatus, WithdrawalType
+from app.models.account import MANAGING_ROLES
+from app.services import idempotency, payouts, wallets
+from app.services.payouts import NewPayout
+from app.templating import money
+
+PER_PAGE = 20
+STATUSES = tuple(status.value for status in WithdrawalStatus)
+IDEMPOTENCY_SCOPE = "dashboard POST /dashboard/payouts"
+# The service names fields the API's way; the form names them its own.
+FORM_FIELD_FOR_PARAM = {
+    "amount": "amount",
+    "pixKey": "pix_key",
+    "pixKeyType": "pix_key_type",
+    "description": "description",
+}
+IDEMPOTENCY_MESSAGES = {
+    idempotency.KEY_REUSED: "This form was already sent with other values. "
+    "Check the payouts below, then submit the form again.",
+    idempotency.REQUEST_IN_PROGRESS: "This payout is still being requested. "
+    "Reload the page in a moment to see it.",
+}
+ADDRESS_SHOWN = 6  # characters kept at each end of a crypto address
+
+
+@dataclass(frozen=True)
+class PayoutFilters:
+    """The list's query string, so every link (mode, status, pages) keeps the others."""
+
+    mode: str = "test"
+    status: str | None = None
+    page: int = 1
+
+    def args(self, **changes) -> dict:
+        """Query-string arguments for a link to this list with `changes` applied."""
+        values = asdict(replace(self, **changes))
+        if values["page"] == 1:
+            del values["page"]
+        return {name: value for name, value in values.items() if value is not None}
+
+
+@bp.get("/payouts")
+@member_required
+def payouts_page() -> ResponseReturnValue:
+    """One page of the mode's payouts, newest first, and the request form."""
+    filters = _filters()
+    return _list_page(filters, _blank_form(filters.mode))
+
+
+@bp.post("/payouts")
+@member_required
+def request_pix_payout() -> ResponseReturnValue:
+    """Request a Pix payout: PENDING until approved, nothing debited before."""
+    form = PixPayoutForm()
+    filters = PayoutFilters(mode=form.mode.data if form.mode.data in MODES else "test")
+    if not form.validate_on_submit():
+        return _list_page(filters, form, 400)
+    try:
+        claimed = idempotency.claim(
+            g.account_id, IDEMPOTENCY_SCOPE, form.idempotency_key.data, _form_fingerprint()
+        )
+        if claimed.replay is not None:
+            payout_id = claimed.replay.body
+        else:
+            payout_id = _request_once(claimed, _new_payout(form))
+    except ApiError as error:
+        _show_error(form, error)
+        return _list_page(filters, form, error.status)
+    payout = payouts.get(g.account_id, payout_id)
+    flash(
+        f"Payout of {money(payout.amount, payout.currency)} to {destination(payout)} "
+        f"requested: {payout.status}.",
+        "info",
+    )
+    return redirect(url_for("dashboard.payouts_page", **filters.args()), 303)
+
+
+@bp.post("/payouts/<payout_id>/cancel")
+@member_required
+def cancel_payout(payout_id: str) -> ResponseReturnValue:
+    """Withdraw a request while it is PENDING; the list's filters come back in the link."""
+    filters = _filters()
+    try:
+        payout = payouts.cancel(current_membership(), payout_id)
+    except InvalidRequest as error:
+        db.session.rollback()
+        flash(error.message, "error")
+    else:
+        db.session.commit()
+        flash(f"Payout of {money(payout.amount, payout.currency)} cancelled.", "info")
+    return redirect(url_for("dashboard.payouts_page", **filters.args()), 303)
+
+
+def destination(payout: Withdrawal) -> str:
+    """Where a payout goes, short enough for a table cell."""
+    if payout.type is WithdrawalType.PIX:
+        return f"{payout.pix_key} ({payout.pix_key_type})"
+    if payout.type is WithdrawalType.TED:
+        bank = payout.bank_account or {}
+        return f"Bank {bank.get('bankCode')} · {bank.get('agency')} / {bank.get('account')}"
+    address = payout.crypto_address or ""
+    return f"{address[:ADDRESS_SHOWN]}…{address[-ADDRESS_SHOWN:]} ({payout.crypto_network})"
+
+
+def _request_once(claimed: idempotency.Claim, new: NewPayout) -> str:
+    """Request the payout and remember its id under the key, together; on failure, neither."""
+
+    def work():
+        payout = payouts.request_payout(current_membership(), new)
+        return payout.id, (303, payout.id)
+
+    return idempotency.run_once(claimed, work)
+
+
+def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
+    membership = current_membership()
+    mode = MODES[filters.mode]
+    rows, total = payouts.list_payouts(g.account_id, mode, filters.status, filters.page, PER_PAGE)
+    html = render_template(
+        "dashboard/payouts.html",
+        filters=filters,
+        payouts=rows,
+        total=total,
+        last_page=max(1, math.ceil(total / PER_PAGE)),
+        statuses=STATUSES,
+        form=form,
+        can_request=membership.role in MANAGING_ROLES,
+        available=wallets.balance(g.account_id, mode, wallets.PRIMARY_CURRENCY).available,
+        confirm_form=ConfirmForm(formdata=None),
+        destination=destination,
+    )
+    return html, status
+
+
+def _filters() -> PayoutFilters:
+    status = request.args.get("status") or None
+    if status is not None and status not in STATUSES:
+        raise InvalidRequest("status is one of: " + ", ".join(STATUSES) + ".", param="status")
+    return PayoutFilters(mode=mode_arg(), status=status, page=page_arg())
+
+
+def _blank_form(mode: str) -> PixPayoutForm:
+    return PixPayoutForm(formdata=None, mode=mode, idempotency_key=uuid.uuid4().hex)
+
+
+def _new_payout(form: PixPayoutForm) -> NewPayout:
+    return NewPayout(
+        type="PIX",
+        amount=form.amount.data,
+        currency="BRL",
+        pix_key=form.pix_key.data,
+        pix_key_type=form.pix_key_type.data,
+        description=form.description.data or None,
+        test=form.mode.data == "test",
+        destination_fields={"pixKey", "pixKeyType"},
+    )
+
+
+def _form_fingerprint() -> str:
+    """What was asked, so the same key sent with other values is refused, not replayed."""
+    fields = sorted(
+        (name, value) for name, value in request.form.items(multi=True) if name != "csrf_token"
+    )
+    return idempotency.request_fingerprint("POST", "/dashboard/payouts", urlencode(fields).encode())
+
+
+def _show_error(form: PixPayoutForm, error: ApiError) -> None:
+    """Put the service's message beside the field it names, or above the form."""
+    message = IDEMPOTENCY_MESSAGES.get(error.code, error.message)
+    if error.code == idempotency.KEY_REUSED:
+        form.idempotency_key.data = uuid.uuid4().hex
+    field = FORM_FIELD_FOR_PARAM.get(error.param or "")
+    if field is not None:
+        form[field].errors = [*form[field].errors, message]
+    else:
+        form.form_errors.append(message)

@@ -1,0 +1,120 @@
+"""The wallets page: balances per currency, and one currency's statement with its running
+balance, on screen a page at a time or as a CSV download.
+
+Balances come from `services.wallets` (what `GET /v1/wallets/balance` answers) and the
+statement from `services.statements`, so the page never disagrees with the API or the ledger.
+Any active member may read them; nothing here moves money.
+"""
+
+import csv
+import io
+import itertools
+import re
+from collections.abc import Iterable, Iterator
+
+from flask import Response, g, render_template, request, stream_with_context
+from flask.typing import ResponseReturnValue
+
+from app.dashboard import bp
+from app.dashboard.charges import MODES
+from app.dashboard.session import member_required
+from app.errors import InvalidRequest
+from app.services import payouts, pix_payments, releases, statements, wallets
+from app.services.statements import StatementRow
+
+CURRENCY = re.compile(r"[A-Z]{3,8}")
+KIND_LABELS = {
+    pix_payments.SETTLEMENT: "Pix received",
+    releases.RELEASE: "Released to available",
+    payouts.DEBIT: "Payout",
+    payouts.REFUND: "Payout refunded",
+}
+CSV_COLUMNS = (
+    "created_at",
+    "kind",
+    "description",
+    "available_change",
+    "pending_change",
+    "available_balance",
+)
+# A spreadsheet runs a cell starting with these as a formula.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+@bp.get("/wallets")
+@member_required
+def wallets_page() -> ResponseReturnValue:
+    """Balances of the mode's wallets, then one currency's statement, newest first."""
+    mode, currency, page = mode_arg(), _currency(), page_arg()
+    return render_template(
+        "dashboard/wallets.html",
+        mode=mode,
+        currency=currency,
+        balances=wallets.balances(g.account_id, MODES[mode]),
+        statement=statements.statement(g.account_id, MODES[mode], currency, page),
+        kind_labels=KIND_LABELS,
+    )
+
+
+@bp.get("/wallets/statement.csv")
+@member_required
+def wallet_statement_csv() -> ResponseReturnValue:
+    """The whole statement of one currency, streamed as it is read (amounts in minor units)."""
+    mode, currency = mode_arg(), _currency()
+    rows = statements.statement_rows(g.account_id, MODES[mode], currency)
+    filename = f"statement-{currency}-{mode}.csv"
+    return Response(
+        stream_with_context(_csv_lines(rows)),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+def mode_arg() -> str:
+    """`mode` from the query string, test unless asked (as on the charges page)."""
+    mode = request.args.get("mode") or "test"
+    if mode not in MODES:
+        raise InvalidRequest("mode is test or live.", param="mode")
+    return mode
+
+
+def page_arg() -> int:
+    """`page` from the query string: 1 unless asked."""
+    text = request.args.get("page") or "1"
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise InvalidRequest("page is a number from 1.", param="page")
+    return int(text)
+
+
+def _currency() -> str:
+    currency = (request.args.get("currency") or wallets.PRIMARY_CURRENCY).upper()
+    if not CURRENCY.fullmatch(currency):
+        raise InvalidRequest("currency is a currency code, like BRL.", param="currency")
+    return currency
+
+
+def _csv_lines(rows: Iterable[StatementRow]) -> Iterator[str]:
+    """The header, then one line per row, each handed to the client as soon as it is made."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    for values in itertools.chain([CSV_COLUMNS], map(_csv_values, rows)):
+        writer.writerow(values)
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+
+
+def _csv_values(row: StatementRow) -> tuple:
+    return (
+        row.created_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        _text_cell(row.kind),
+        _text_cell(row.description),
+        row.available_change,
+        row.pending_change,
+        row.available_balance,
+    )
+
+
+def _text_cell(value: str) -> str:
+    """Text a spreadsheet shows as text, never runs as a formula."""
+    return "'" + value if value.startswith(FORMULA_PREFIXES) else value

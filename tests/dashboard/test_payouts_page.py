@@ -1,0 +1,263 @@
+"""The payouts page: the list with its filters and pages, the Pix payout request form (the
+service's rules shown on the form), and cancelling a request while it is PENDING."""
+
+import html
+import re
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from app.extensions import db
+from app.models import KeyMode, Role, Withdrawal, WithdrawalStatus
+from tests.support import factories
+from tests.support.dashboard import sign_in
+from tests.support.http import count_rows, csrf_token
+from tests.support.payouts import available, funded_merchant, request, staff_headers
+
+PAGE = "/dashboard/payouts"
+
+
+@pytest.fixture
+def merchant(app, client, monkeypatch):
+    return funded_merchant(app, client, monkeypatch)
+
+
+def _text(response) -> str:
+    return html.unescape(response.get_data(as_text=True))
+
+
+def _form(client, page: str = PAGE, **fields) -> dict:
+    """The request form as rendered (its mode and idempotency key), with `fields` filled in."""
+    text = client.get(page).get_data(as_text=True)
+    key = re.search(r'name="idempotency_key" type="hidden" value="([0-9a-f]+)"', text).group(1)
+    mode = re.search(r'name="mode" type="hidden" value="(test|live)"', text).group(1)
+    data = {
+        "amount": "100,00",
+        "pix_key": "ana@example.com",
+        "pix_key_type": "EMAIL",
+        "description": "Saque semanal",
+    }
+    return {"csrf_token": csrf_token(text), "idempotency_key": key, "mode": mode, **data, **fields}
+
+
+def _rows(page: str) -> int:
+    return page.count('<td class="mono destination">')
+
+
+def _payout(app) -> Withdrawal:
+    with app.app_context():
+        return db.session.scalar(sa.select(Withdrawal))
+
+
+def test_the_page_offers_the_form_to_an_owner(client, merchant):
+    sign_in(client, merchant.member)
+    response = client.get(PAGE)
+    assert response.status_code == 200
+    text = _text(response)
+    assert '<a href="/dashboard/payouts" aria-current="page">Payouts</a>' in text
+    assert "Available in your test wallet: <strong>R$ 1.000,00</strong>" in text
+    assert "Request a Pix payout" in text and "No test payouts yet." in text
+    for name in ("amount", "pix_key", "pix_key_type", "description", "status-filter"):
+        assert f'<label for="{name}">' in text, name
+    assert '<option value="EVP">Random key (EVP)</option>' in text
+
+
+def test_a_request_is_pending_and_listed(app, client, merchant):
+    sign_in(client, merchant.member)
+    response = client.post(PAGE, data=_form(client))
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/dashboard/payouts?mode=test"
+    payout = _payout(app)
+    assert (payout.amount, payout.fee, payout.status) == (10_000, 100, WithdrawalStatus.PENDING)
+    assert (payout.mode, payout.pix_key, payout.pix_key_type) == (
+        KeyMode.TEST,
+        "ana@example.com",
+        "EMAIL",
+    )
+    assert payout.description == "Saque semanal"
+    assert payout.requested_by_user_id == merchant.member.user_id
+    text = _text(client.get(response.headers["Location"]))
+    assert "Payout of R$ 100,00 to ana@example.com (EMAIL) requested: PENDING." in text
+    assert 'class="badge status-pending">PENDING<' in text
+    assert "R$ 100,00" in text and "R$ 1,00" in text and "R$ 99,00" in text
+    assert f'action="/dashboard/payouts/{payout.id}/cancel?mode=test"' in text
+    assert 'data-confirm="Cancel the R$ 100,00 payout to ana@example.com (EMAIL)?"' in text
+    assert available(client, merchant) == 100_000  # nothing debited before approval
+
+
+def test_an_invalid_pix_key_is_shown_beside_the_field(app, client, merchant):
+    sign_in(client, merchant.member)
+    for key, key_type in (("ana@", "EMAIL"), ("52998224700", "CPF"), ("5511987654321", "PHONE")):
+        response = client.post(PAGE, data=_form(client, pix_key=key, pix_key_type=key_type))
+        assert response.status_code == 400, key
+        text = _text(response)
+        assert "Invalid Pix key:" in text, key
+        assert 'id="pix_key-error"' in text and 'aria-invalid="true"' in text
+        assert f'value="{key}"' in text  # what was typed is shown back
+    assert count_rows(app, Withdrawal) == 0
+
+
+def test_the_form_checks_what_it_must_before_asking_the_service(app, client, merchant):
+    sign_in(client, merchant.member)
+    cases = {
+        "amount": ({"amount": "0"}, "Enter an amount greater than zero."),
+        "pix_key": ({"pix_key": ""}, "Enter the Pix key to pay."),
+        "pix_key_type": ({"pix_key_type": ""}, "Choose the key type."),
+    }
+    for field, (fields, message) in cases.items():
+        response = client.post(PAGE, data=_form(client, **fields))
+        assert response.status_code == 400, field
+        text = _text(response)
+        assert message in text and f'id="{field}-error"' in text, field
+    response = client.post(PAGE, data=_form(client, mode="prod"))
+    assert response.status_code == 400
+    assert "Mode:" in _text(response)
+    assert count_rows(app, Withdrawal) == 0
+
+
+def test_insufficient_funds_are_refused_on_the_amount(app, client, merchant):
+    sign_in(client, merchant.member)
+    response = client.post(PAGE, data=_form(client, amount="1000,00"))  # + R$ 1,00 fee
+    assert response.status_code == 400
+    text = _text(response)
+    assert "does not cover the amount plus fee" in text and 'id="amount-error"' in text
+    assert count_rows(app, Withdrawal) == 0
+
+
+def test_live_mode_without_a_live_provider_is_422(app, client, merchant):
+    sign_in(client, merchant.member)
+    live = _text(client.get(f"{PAGE}?mode=live"))
+    assert "Request live payout" in live
+    response = client.post(PAGE, data=_form(client, f"{PAGE}?mode=live"))
+    assert response.status_code == 422
+    text = _text(response)
+    assert "No provider serves Pix in live mode" in text
+    assert 'aria-current="page">Live mode</a>' in text
+    assert count_rows(app, Withdrawal) == 0
+
+
+def test_double_submit_makes_one_payout(app, client, merchant):
+    sign_in(client, merchant.member)
+    data = _form(client)
+    first, second = client.post(PAGE, data=data), client.post(PAGE, data=data)
+    assert first.status_code == second.status_code == 303
+    assert count_rows(app, Withdrawal) == 1
+    changed = client.post(PAGE, data={**data, "amount": "50,00"})
+    assert changed.status_code == 409
+    assert "already sent with other values" in _text(changed)
+    assert count_rows(app, Withdrawal) == 1
+
+
+def test_a_refused_form_can_be_sent_again_with_the_same_key(app, client, merchant):
+    sign_in(client, merchant.member)
+    data = _form(client, pix_key="ana@")
+    assert client.post(PAGE, data=data).status_code == 400
+    assert client.post(PAGE, data={**data, "pix_key": "ana@example.com"}).status_code == 303
+    assert count_rows(app, Withdrawal) == 1
+
+
+def test_a_member_sees_a_note_and_is_refused_by_the_service(app, client, merchant):
+    member = factories.make_member(app, merchant.member.account_id, Role.MEMBER)
+    sign_in(client, member)
+    page = client.get(PAGE).get_data(as_text=True)
+    assert "Only an OWNER or ADMIN of the account can request payouts." in page
+    assert 'name="idempotency_key"' not in page
+    data = {
+        "csrf_token": csrf_token(page),
+        "idempotency_key": uuid.uuid4().hex,
+        "mode": "test",
+        "amount": "100,00",
+        "pix_key": "ana@example.com",
+        "pix_key_type": "EMAIL",
+    }
+    response = client.post(PAGE, data=data)
+    assert response.status_code == 403
+    assert "Only the account's OWNER or ADMIN may request payouts." in _text(response)
+    assert count_rows(app, Withdrawal) == 0
+
+
+def test_cancel_works_only_while_pending(app, client, merchant):
+    staff = staff_headers(app, client)
+    kept = request(client, merchant).json["id"]
+    approved = request(client, merchant).json["id"]
+    client.post(f"/v1/admin/withdrawals/{approved}/approve", headers=staff)
+    sign_in(client, merchant.member)
+    page = client.get(PAGE).get_data(as_text=True)
+    assert f"/{kept}/cancel" in page and f"/{approved}/cancel" not in page
+    token = csrf_token(page)
+
+    response = client.post(
+        f"{PAGE}/{kept}/cancel?mode=test&status=PENDING", data={"csrf_token": token}
+    )
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/dashboard/payouts?mode=test&status=PENDING"
+    text = _text(client.get(PAGE))
+    assert "Payout of R$ 100,00 cancelled." in text
+    assert 'class="badge status-cancelled">CANCELLED<' in text
+
+    for payout_id, status in ((kept, "CANCELLED"), (approved, "APPROVED")):
+        response = client.post(f"{PAGE}/{payout_id}/cancel", data={"csrf_token": token})
+        assert response.status_code == 303
+        text = _text(client.get(response.headers["Location"]))
+        assert f"Only a PENDING withdrawal can be cancelled; this one is {status}." in text
+    statuses = {
+        body["id"]: body["status"]
+        for body in client.get("/v1/withdrawals", headers=merchant.headers).json["data"]
+    }
+    assert statuses == {kept: "CANCELLED", approved: "APPROVED"}
+
+
+def test_cancel_needs_csrf_and_the_payout_of_this_account(app, client, merchant, monkeypatch):
+    other = funded_merchant(app, client, monkeypatch)
+    foreign = request(client, other).json["id"]
+    mine = request(client, merchant).json["id"]
+    sign_in(client, merchant.member)
+    assert client.post(f"{PAGE}/{mine}/cancel").status_code == 400
+    token = csrf_token(client.get(PAGE).get_data(as_text=True))
+    assert client.post(f"{PAGE}/{foreign}/cancel", data={"csrf_token": token}).status_code == 404
+    assert client.post(f"{PAGE}/nope/cancel", data={"csrf_token": token}).status_code == 404
+    bodies = client.get("/v1/withdrawals", headers=other.headers).json["data"]
+    assert bodies[0]["status"] == "PENDING"
+    assert (
+        client.get(f"/v1/withdrawals/{mine}", headers=merchant.headers).json["status"] == "PENDING"
+    )
+    assert foreign not in client.get(PAGE).get_data(as_text=True)
+
+
+def test_filters_and_pages_keep_each_other(app, client, merchant):
+    ids = [request(client, merchant, amount=100 + n).json["id"] for n in range(23)]
+    client.post(f"/v1/withdrawals/{ids[0]}/cancel", headers=merchant.headers)
+    sign_in(client, merchant.member)
+
+    first = _text(client.get(PAGE))
+    assert _rows(first) == 20
+    assert "Page 1 of 2 (23 payouts)" in first and "Previous page" not in first
+    assert first.index("R$ 1,22") < first.index("R$ 1,03")  # newest first
+    next_link = re.search(r'<a href="([^"]+)">Next page</a>', first).group(1)
+    assert "page=2" in next_link and "mode=test" in next_link
+    second = _text(client.get(next_link))
+    assert _rows(second) == 3 and "Next page" not in second and "Previous page" in second
+
+    pending = _text(client.get(f"{PAGE}?status=PENDING"))
+    assert '<option value="PENDING" selected>' in pending
+    next_link = re.search(r'<a href="([^"]+)">Next page</a>', pending).group(1)
+    assert "status=PENDING" in next_link and "page=2" in next_link
+    assert _rows(_text(client.get(next_link))) == 2
+    cancelled = _text(client.get(f"{PAGE}?status=CANCELLED"))
+    assert _rows(cancelled) == 1 and "R$ 1,00" in cancelled and "/cancel" not in cancelled
+    assert "No live payouts yet." in _text(client.get(f"{PAGE}?mode=live"))
+    assert "No COMPLETED test payouts here." in _text(client.get(f"{PAGE}?status=COMPLETED"))
+    assert "No test payouts here." in _text(client.get(f"{PAGE}?page=9"))
+
+
+def test_nonsense_filters_are_400(client, merchant):
+    sign_in(client, merchant.member)
+    for query in ("status=pending", "status=bogus", "mode=prod", "page=0", "page=x"):
+        assert client.get(f"{PAGE}?{query}").status_code == 400, query
+
+
+def test_pages_need_a_signed_in_member(client):
+    response = client.get(PAGE)
+    assert response.status_code == 302
+    assert "/dashboard/login" in response.headers["Location"]
