@@ -5,9 +5,7 @@ so the page shows what the API answers and the form obeys the API's rules. Filte
 the query string so a reload or a shared link shows the same page.
 """
 
-import uuid
 from dataclasses import asdict, dataclass, replace
-from urllib.parse import urlencode
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -15,6 +13,7 @@ from flask.typing import ResponseReturnValue
 from app.dashboard import bp
 from app.dashboard.forms import TestChargeForm
 from app.dashboard.session import member_required
+from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db
 from app.formats.charges import (
@@ -24,7 +23,7 @@ from app.formats.charges import (
     charge_fields,
 )
 from app.models import KeyMode
-from app.services import charges, idempotency
+from app.services import charges
 from app.services.charges import (
     DEFAULT_LIST_LIMIT,
     MAX_LIST_LIMIT,
@@ -35,7 +34,6 @@ from app.services.charges import (
 )
 
 MODES = {"test": KeyMode.TEST, "live": KeyMode.LIVE}
-IDEMPOTENCY_SCOPE = "dashboard POST /dashboard/charges"
 # The service names nested fields the API's way; the form names them flat.
 FORM_FIELD_FOR_PARAM = {
     "amount": "amount",
@@ -44,12 +42,6 @@ FORM_FIELD_FOR_PARAM = {
     "customer.name": "customer_name",
     "customer.document": "customer_document",
     "expected_payer_tax_id": "expected_payer_tax_id",
-}
-IDEMPOTENCY_MESSAGES = {
-    idempotency.KEY_REUSED: "This form was already sent with other values. "
-    "Check the charges below, then submit the form again.",
-    idempotency.REQUEST_IN_PROGRESS: "This charge is still being created. "
-    "Reload the page in a moment to see it.",
 }
 
 
@@ -114,31 +106,18 @@ def create_test_charge() -> ResponseReturnValue:
     form = TestChargeForm()
     if not form.validate_on_submit():
         return _list_page(ListFilters(), form, 400)
+    new = _new_charge(form)
     try:
-        claimed = idempotency.claim(
-            g.account_id, IDEMPOTENCY_SCOPE, form.idempotency_key.data, _form_fingerprint()
+        raw_id = submit_once(
+            form, lambda: charges.create_charge(g.account_id, KeyMode.TEST, new).id
         )
-        if claimed.replay is not None:
-            raw_id = claimed.replay.body
-        else:
-            raw_id = _create_once(claimed, _new_charge(form))
     except ApiError as error:
-        _show_error(form, error)
+        show_error(form, error, FORM_FIELD_FOR_PARAM)
         return _list_page(ListFilters(), form, error.status)
     flash("Test charge created", "info")
     return redirect(
         url_for("dashboard.charge_page", charge_id=CHARGE_ID_PREFIX + raw_id, mode="test"), 303
     )
-
-
-def _create_once(claimed: idempotency.Claim, new: NewCharge) -> str:
-    """Create the charge and remember its id under the key, together; on failure, neither."""
-
-    def work():
-        charge = charges.create_charge(g.account_id, KeyMode.TEST, new)
-        return charge.id, (303, charge.id)
-
-    return idempotency.run_once(claimed, work)
 
 
 def _list_page(filters: ListFilters, form: TestChargeForm, status: int = 200) -> tuple[str, int]:
@@ -162,7 +141,7 @@ def _list_page(filters: ListFilters, form: TestChargeForm, status: int = 200) ->
 
 
 def _blank_form() -> TestChargeForm:
-    return TestChargeForm(formdata=None, idempotency_key=uuid.uuid4().hex)
+    return TestChargeForm(formdata=None, idempotency_key=new_form_key())
 
 
 def _new_charge(form: TestChargeForm) -> NewCharge:
@@ -175,26 +154,6 @@ def _new_charge(form: TestChargeForm) -> NewCharge:
         ),
         expected_payer_tax_id=form.expected_payer_tax_id.data or None,
     )
-
-
-def _form_fingerprint() -> str:
-    """What was asked, so the same key sent with other values is refused, not replayed."""
-    fields = sorted(
-        (name, value) for name, value in request.form.items(multi=True) if name != "csrf_token"
-    )
-    return idempotency.request_fingerprint("POST", "/dashboard/charges", urlencode(fields).encode())
-
-
-def _show_error(form: TestChargeForm, error: ApiError) -> None:
-    """Put the service's message beside the field it names, or above the form."""
-    message = IDEMPOTENCY_MESSAGES.get(error.code, error.message)
-    if error.code == idempotency.KEY_REUSED:
-        form.idempotency_key.data = uuid.uuid4().hex
-    field = FORM_FIELD_FOR_PARAM.get(error.param or "")
-    if field is not None:
-        form[field].errors = [*form[field].errors, message]
-    else:
-        form.form_errors.append(message)
 
 
 def _mode_name() -> str:

@@ -8,9 +8,7 @@ a reload or a shared link shows the same page.
 """
 
 import math
-import uuid
 from dataclasses import asdict, dataclass, replace
-from urllib.parse import urlencode
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -19,30 +17,24 @@ from app.dashboard import bp
 from app.dashboard.charges import MODES
 from app.dashboard.forms import ConfirmForm, PixPayoutForm
 from app.dashboard.session import current_membership, member_required
+from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.dashboard.wallets import mode_arg, page_arg
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db
 from app.models import Withdrawal, WithdrawalStatus, WithdrawalType
 from app.models.account import MANAGING_ROLES
-from app.services import idempotency, payouts, wallets
+from app.services import payouts, wallets
 from app.services.payouts import NewPayout
 from app.templating import money
 
 PER_PAGE = 20
 STATUSES = tuple(status.value for status in WithdrawalStatus)
-IDEMPOTENCY_SCOPE = "dashboard POST /dashboard/payouts"
 # The service names fields the API's way; the form names them its own.
 FORM_FIELD_FOR_PARAM = {
     "amount": "amount",
     "pixKey": "pix_key",
     "pixKeyType": "pix_key_type",
     "description": "description",
-}
-IDEMPOTENCY_MESSAGES = {
-    idempotency.KEY_REUSED: "This form was already sent with other values. "
-    "Check the payouts below, then submit the form again.",
-    idempotency.REQUEST_IN_PROGRESS: "This payout is still being requested. "
-    "Reload the page in a moment to see it.",
 }
 ADDRESS_SHOWN = 6  # characters kept at each end of a crypto address
 
@@ -79,16 +71,11 @@ def request_pix_payout() -> ResponseReturnValue:
     filters = PayoutFilters(mode=form.mode.data if form.mode.data in MODES else "test")
     if not form.validate_on_submit():
         return _list_page(filters, form, 400)
+    new = _new_payout(form)
     try:
-        claimed = idempotency.claim(
-            g.account_id, IDEMPOTENCY_SCOPE, form.idempotency_key.data, _form_fingerprint()
-        )
-        if claimed.replay is not None:
-            payout_id = claimed.replay.body
-        else:
-            payout_id = _request_once(claimed, _new_payout(form))
+        payout_id = submit_once(form, lambda: payouts.request_payout(current_membership(), new).id)
     except ApiError as error:
-        _show_error(form, error)
+        show_error(form, error, FORM_FIELD_FOR_PARAM)
         return _list_page(filters, form, error.status)
     payout = payouts.get(g.account_id, payout_id)
     flash(
@@ -126,16 +113,6 @@ def destination(payout: Withdrawal) -> str:
     return f"{address[:ADDRESS_SHOWN]}…{address[-ADDRESS_SHOWN:]} ({payout.crypto_network})"
 
 
-def _request_once(claimed: idempotency.Claim, new: NewPayout) -> str:
-    """Request the payout and remember its id under the key, together; on failure, neither."""
-
-    def work():
-        payout = payouts.request_payout(current_membership(), new)
-        return payout.id, (303, payout.id)
-
-    return idempotency.run_once(claimed, work)
-
-
 def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
     membership = current_membership()
     mode = MODES[filters.mode]
@@ -164,7 +141,7 @@ def _filters() -> PayoutFilters:
 
 
 def _blank_form(mode: str) -> PixPayoutForm:
-    return PixPayoutForm(formdata=None, mode=mode, idempotency_key=uuid.uuid4().hex)
+    return PixPayoutForm(formdata=None, mode=mode, idempotency_key=new_form_key())
 
 
 def _new_payout(form: PixPayoutForm) -> NewPayout:
@@ -178,23 +155,3 @@ def _new_payout(form: PixPayoutForm) -> NewPayout:
         test=form.mode.data == "test",
         destination_fields={"pixKey", "pixKeyType"},
     )
-
-
-def _form_fingerprint() -> str:
-    """What was asked, so the same key sent with other values is refused, not replayed."""
-    fields = sorted(
-        (name, value) for name, value in request.form.items(multi=True) if name != "csrf_token"
-    )
-    return idempotency.request_fingerprint("POST", "/dashboard/payouts", urlencode(fields).encode())
-
-
-def _show_error(form: PixPayoutForm, error: ApiError) -> None:
-    """Put the service's message beside the field it names, or above the form."""
-    message = IDEMPOTENCY_MESSAGES.get(error.code, error.message)
-    if error.code == idempotency.KEY_REUSED:
-        form.idempotency_key.data = uuid.uuid4().hex
-    field = FORM_FIELD_FOR_PARAM.get(error.param or "")
-    if field is not None:
-        form[field].errors = [*form[field].errors, message]
-    else:
-        form.form_errors.append(message)
