@@ -88,6 +88,12 @@ def run_migrations_online():
     connectable = get_engine()
 
     with connectable.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # SQLite alters a table by copying it; with foreign keys enforced, dropping the
+            # old copy of a referenced table (accounts) would fail on a database with data.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()  # end the autobegun transaction: migrations run in their own
         context.configure(
             connection=connection,
             target_metadata=get_metadata(),
@@ -96,6 +102,9 @@ def run_migrations_online():
 
         with context.begin_transaction():
             context.run_migrations()
+        if sqlite:
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+            connection.commit()
 
 
 if context.is_offline_mode():

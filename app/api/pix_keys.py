@@ -10,8 +10,8 @@ from flask.views import MethodView
 
 from app.api.schemas.pix_keys import (
     PixKeyCheckSchema,
-    PixKeyValidationQuerySchema,
     PixKeyValidationSchema,
+    StrictCnpjQuerySchema,
 )
 from app.api.security import JWT_SECURITY, current_membership, require_jwt
 from app.extensions import Blueprint
@@ -26,7 +26,7 @@ class PixKeyValidation(MethodView):
 
     @blp.doc(security=JWT_SECURITY)
     @blp.arguments(PixKeyValidationSchema)
-    @blp.arguments(PixKeyValidationQuerySchema, location="query", unknown=ma.RAISE)
+    @blp.arguments(StrictCnpjQuerySchema, location="query", unknown=ma.RAISE)
     @blp.response(200, PixKeyCheckSchema)
     @blp.errors(400, 401)
     def post(self, body, query):

@@ -1,10 +1,13 @@
 """Payouts (wire name: withdrawals), JWT: request, list, read and cancel for the caller's
 account; and the admin routes where platform staff approve or reject pending payouts."""
 
+from dataclasses import replace
+
 from flask import g
 from flask.views import MethodView
 
 from app.api.idempotency import idempotent
+from app.api.schemas.pix_keys import StrictCnpjQuerySchema
 from app.api.schemas.withdrawals import (
     RejectionSchema,
     WithdrawalCreateSchema,
@@ -30,10 +33,12 @@ class Withdrawals(MethodView):
     @blp.doc(security=JWT_SECURITY)
     @idempotent("body")
     @blp.arguments(WithdrawalCreateSchema)
+    @blp.arguments(StrictCnpjQuerySchema, location="query", unknown="raise")
     @blp.response(201, PayoutSchema)
     @blp.errors(400, 401, 403, 409, 422)
-    def post(self, new):
+    def post(self, new, query):
         """Request a payout: PENDING until approved; nothing is debited yet (OWNER or ADMIN)."""
+        new = replace(new, strict_cnpj=query["strictCnpj"])
         return payouts.request_payout(current_membership(), new)
 
     @blp.doc(security=JWT_SECURITY)

@@ -50,6 +50,38 @@ def create_account(name: str, test_key: bool) -> None:
         click.echo(f"test_api_key={issued.cleartext}")
 
 
+@accounts_cli.command("set")
+@click.argument("account_id")
+@click.option("--city", default=None, help="City in the account's BR Codes.")
+@click.option("--charge-expires-in", type=click.IntRange(60, 86_400), default=None)
+@click.option(
+    "--cnpj-checksum-waiver/--no-cnpj-checksum-waiver",
+    default=None,
+    help="Honour strictCnpj=false for this account.",
+)
+@click.option("--auto-approve-payouts/--no-auto-approve-payouts", default=None)
+@click.option("--auto-approve-threshold", type=click.IntRange(min=0), default=None)
+@click.option("--payout-cap", type=click.IntRange(min=1), default=None, help="Per payout.")
+@click.option("--payout-daily-cap", type=click.IntRange(min=1), default=None)
+@_fail_on_api_error
+def set_account(account_id: str, **options) -> None:
+    """Change an account's contract settings (support only); audited; prints what changed."""
+    names = {
+        "auto_approve_payouts": "withdrawals_auto_approve",
+        "auto_approve_threshold": "withdrawals_auto_approve_threshold",
+        "payout_cap": "payout_transaction_cap",
+    }
+    changes = {
+        names.get(option, option): value for option, value in options.items() if value is not None
+    }
+    changed = accounts.update_settings(_account_or_fail(account_id), changes, via="cli")
+    db.session.commit()
+    for name, change in changed.items():
+        click.echo(f"{name}: {change['from']} -> {change['to']}")
+    if not changed:
+        click.echo("nothing changed")
+
+
 @users_cli.command("add")
 @click.argument("email")
 @click.option("--password", default=None, help="For a new user; prompted for when omitted.")

@@ -10,8 +10,6 @@ import marshmallow as ma
 
 from app.models import Withdrawal, WithdrawalStatus, WithdrawalType
 
-BANK_ACCOUNT_FIELDS = ("bankCode", "agency", "account", "holderName", "holderDocument")
-
 
 def payout_fields(withdrawal: Withdrawal) -> dict:
     fields = {

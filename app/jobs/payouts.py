@@ -1,15 +1,22 @@
 """Payout processing: the job enqueued after an approval commits, and the periodic sweep.
 
-Safe to run twice: the row is locked and its status re-checked at each step, the provider
-call is idempotent by the payout id, and each ledger posting is unique per payout.
+Only one sender works on a payout at a time: `start_processing` hands it to whoever moves it
+to PROCESSING (or to the sweep, once its sender has been silent for a while). The provider
+call is idempotent by the payout id, and each ledger posting is unique per payout, so a job
+that runs twice, or a sweep racing a job, never pays or refunds twice.
 """
+
+import logging
 
 from app.extensions import db
 from app.services import payouts
 
+log = logging.getLogger(__name__)
+
 
 def process_payout(withdrawal_id: str) -> str | None:
-    """Send one approved payout through its provider; returns the status it ends in."""
+    """Send one approved payout through its provider; returns the status it ends in, or None
+    when another sender has it or nothing is left to send."""
     withdrawal = payouts.start_processing(withdrawal_id)
     db.session.commit()
     if withdrawal is None:
@@ -20,8 +27,13 @@ def process_payout(withdrawal_id: str) -> str | None:
 
 
 def sweep_payouts() -> int:
-    """Process approvals whose job never ran (Redis was down) and payouts stuck mid-way."""
+    """Process approvals whose job never ran (Redis was down) and payouts stuck mid-way; one
+    payout's failure (a provider outage) never holds up the others."""
     due = payouts.due_for_processing()
     for withdrawal_id in due:
-        process_payout(withdrawal_id)
+        try:
+            process_payout(withdrawal_id)
+        except Exception:
+            db.session.rollback()
+            log.exception("payout processing failed; retried later", extra={"id": withdrawal_id})
     return len(due)

@@ -11,12 +11,17 @@ from datetime import datetime
 
 
 class ProviderError(Exception):
-    """The provider refused or failed; `code` is its own status or error code."""
+    """The provider refused or failed; `code` is its own status or error code. Whether the
+    operation happened is unknown (a timeout, an outage): retry with the same reference."""
 
     def __init__(self, message: str, code: str):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+class PayoutRejected(ProviderError):
+    """The acquirer definitively refused the payout: no money left, it is safe to refund."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class PayoutRequest:
     amount: int
     currency: str
     destination: dict
+    requested_at: datetime
 
 
 @dataclass(frozen=True)
@@ -82,5 +88,6 @@ class PixProvider(ABC):
 
     @abstractmethod
     def payout(self, request: PayoutRequest) -> PayoutSent:
-        """Pay money out; `request.reference` makes a retry idempotent. Raises ProviderError
-        when the acquirer rejects it."""
+        """Pay money out; the same `request.reference` always gets the same answer, so a
+        retry never pays twice. Raises PayoutRejected when the acquirer refuses it for good,
+        ProviderError when the outcome is unknown."""

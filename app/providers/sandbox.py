@@ -7,8 +7,10 @@ One amount fails on purpose so integrations can test the failure paths: 503,00
 (`FAILING_AMOUNT`) makes charge creation fail and payouts be rejected.
 """
 
+import hashlib
+import string
 import uuid
-from datetime import timedelta
+from datetime import UTC, timedelta
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
@@ -18,8 +20,9 @@ from app.formats.locations import cob_status
 from app.models import Transaction
 from app.models.base import utcnow
 from app.pix import brcode
-from app.pix.identifiers import new_end_to_end_id, new_return_id, new_txid
+from app.pix.identifiers import new_return_id, new_txid
 from app.providers.base import (
+    PayoutRejected,
     PayoutRequest,
     PayoutSent,
     PixCharge,
@@ -31,6 +34,7 @@ from app.providers.base import (
 
 FAILING_AMOUNT = 50_300
 SANDBOX_ISPB = "99999999"
+ALPHANUMERIC = string.ascii_letters + string.digits
 LOCATION_PATH = "/v1/pix/locations/"
 
 
@@ -77,12 +81,16 @@ class SandboxPixProvider(PixProvider):
         return PixReturn(return_id=new_return_id(SANDBOX_ISPB, utcnow()), status="DEVOLVIDO")
 
     def payout(self, request: PayoutRequest) -> PayoutSent:
-        """Settles at once; the failing amount is rejected, as an acquirer would."""
+        """Settles at once, with a reference derived from ours (a retry gets the same one);
+        the failing amount is rejected, as an acquirer would."""
         if request.amount == FAILING_AMOUNT:
-            raise ProviderError(
+            raise PayoutRejected(
                 "Sandbox: the acquirer rejected the payout (test amount 503,00).",
                 code="sandbox_rejected",
             )
+        digest = hashlib.sha256(request.reference.encode()).hexdigest()
         if request.payout_type == "CRYPTO":
-            return PayoutSent(reference="0x" + uuid.uuid4().hex + uuid.uuid4().hex)
-        return PayoutSent(reference=new_end_to_end_id(SANDBOX_ISPB, utcnow()))
+            return PayoutSent(reference="0x" + digest)
+        suffix = "".join(ALPHANUMERIC[int(digest[i : i + 2], 16) % 62] for i in range(0, 22, 2))
+        stamp = request.requested_at.astimezone(UTC).strftime("%Y%m%d%H%M")
+        return PayoutSent(reference=f"E{SANDBOX_ISPB}{stamp}{suffix}")

@@ -14,6 +14,7 @@ from email_validator import EmailNotValidError, validate_email
 from app.errors import InvalidRequest, Unauthorized
 from app.extensions import db
 from app.models import Account, ApiKey, Membership, Role, User
+from app.services import audit
 
 MIN_PASSWORD_LENGTH = 10
 _hasher = PasswordHasher()
@@ -154,3 +155,41 @@ def platform_accounts() -> list[AccountSummary]:
         sa.select(Account, members, keys).order_by(Account.created_at.desc(), Account.id)
     )
     return [AccountSummary(account, int(m), int(k)) for account, m, k in rows]
+
+
+ACCOUNT_SETTINGS = frozenset(
+    {
+        "city",
+        "charge_expires_in",
+        "cnpj_checksum_waiver",
+        "withdrawals_auto_approve",
+        "withdrawals_auto_approve_threshold",
+        "payout_transaction_cap",
+        "payout_daily_cap",
+    }
+)
+
+
+def update_settings(account: Account, changes: dict, *, via: str) -> dict:
+    """Support's switches on an account (contract limits, waivers), audited with old and new
+    values; returns what changed."""
+    unknown = set(changes) - ACCOUNT_SETTINGS
+    if unknown:
+        raise InvalidRequest(f"Unknown account settings: {', '.join(sorted(unknown))}.")
+    changed = {
+        name: {"from": getattr(account, name), "to": value}
+        for name, value in changes.items()
+        if getattr(account, name) != value
+    }
+    for name, change in changed.items():
+        setattr(account, name, change["to"])
+    if changed:
+        audit.record(
+            account_id=account.id,
+            actor_user_id=None,
+            action="account.settings_changed",
+            subject_type="account",
+            subject_id=account.id,
+            details={"via": via, "changes": changed},
+        )
+    return changed

@@ -13,7 +13,7 @@ import jwt
 import sqlalchemy as sa
 from flask import current_app
 
-from app.errors import InvalidRequest, Unauthorized
+from app.errors import InvalidRequest, PermissionDenied, Unauthorized
 from app.extensions import db
 from app.models import Membership, RevokedToken, User
 from app.models.base import utcnow
@@ -103,14 +103,21 @@ def authenticate_token(token: str) -> TokenIdentity:
 
 
 def authenticate_staff_token(token: str) -> User:
-    """The active platform staff user behind a valid, unrevoked token, or Unauthorized.
+    """The active platform staff user behind a valid, unrevoked staff token.
 
-    Any token of a staff user qualifies (a staff login, or a staff member's account login);
-    the user is re-read, so removing the staff flag ends access at once.
+    Only a staff login qualifies, never a token for a merchant account (a staff member who
+    also belongs to an account cannot act on it here); the user is re-read, so removing the
+    staff flag ends access at once. A valid token that is not a staff token is 403.
     """
-    user = db.session.get(User, _verified_claims(token)["sub"])
-    if user is None or not user.active or not user.is_staff:
-        raise Unauthorized("This route is for platform staff.")
+    claims = _verified_claims(token)
+    user = db.session.get(User, claims["sub"])
+    if user is None or not user.active:
+        raise Unauthorized()
+    if claims["account"] != STAFF_ACCOUNT_CLAIM or not user.is_staff:
+        raise PermissionDenied(
+            "This route needs a platform staff token (log in as staff without an account).",
+            code="staff_token_required",
+        )
     return user
 
 

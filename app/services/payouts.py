@@ -38,8 +38,8 @@ from app.models.base import utcnow
 from app.pix import keys
 from app.pix.documents import strip_formatting, tax_id_kind
 from app.providers import pix_provider, provider_named
-from app.providers.base import PayoutRequest, ProviderError
-from app.services import audit, fees, ledger, wallets
+from app.providers.base import PayoutRejected, PayoutRequest
+from app.services import accounts, audit, fees, ledger, wallets
 from app.services.business_days import SAO_PAULO
 from app.services.events import record_event
 from app.services.ledger import Line
@@ -56,6 +56,7 @@ AGENCY = re.compile(r"[0-9]{1,5}(-[0-9Xx])?")
 BANK_ACCOUNT_NUMBER = re.compile(r"[0-9]{1,12}-?[0-9Xx]")
 MAX_DESCRIPTION = 500
 STUCK_AFTER = timedelta(minutes=5)
+JOB_GRACE = timedelta(minutes=1)  # an approval's own job normally runs well within this
 PROCESS_JOB = "app.jobs.payouts.process_payout"
 
 TRANSITIONS: dict[WithdrawalStatus, frozenset[WithdrawalStatus]] = {
@@ -92,23 +93,29 @@ class NewPayout:
     crypto_currency: str | None = None
     description: str | None = None
     test: bool = False
+    strict_cnpj: bool = True
     destination_fields: set[str] = field(default_factory=set)
 
 
 def request_payout(membership: Membership, new: NewPayout) -> Withdrawal:
     """Create a PENDING payout after every check that can be made before any debit.
 
-    Accounts flagged `withdrawals_auto_approve` have it approved at once up to their threshold.
+    Accounts flagged `withdrawals_auto_approve` have BRL payouts approved at once up to their
+    threshold. The account row is locked first, so concurrent requests cannot together pass
+    the daily cap.
     """
-    if not (membership.active and membership.role in MANAGING_ROLES):
-        raise PermissionDenied(
-            "Only the account's OWNER or ADMIN may request payouts.", code=ROLE_REQUIRED
-        )
-    account = membership.account
+    _require_manager(membership, "request")
+    account = _locked_account(membership.account_id)
     mode = KeyMode.TEST if new.test else KeyMode.LIVE
-    destination = _destination(new)
+    destination = _destination(new, account)
     provider = pix_provider(mode)
     fee = fees.payout_fee(new.type, new.amount)
+    if new.amount <= fee:
+        raise InvalidRequest(
+            f"The amount must be more than the payout fee ({fee}).",
+            code="invalid_amount",
+            param="amount",
+        )
     if new.currency == BRL:
         _check_caps(account, mode, new.amount)
     _check_covered(account.id, mode, new.currency, new.amount + fee, locked=False)
@@ -128,7 +135,7 @@ def request_payout(membership: Membership, new: NewPayout) -> Withdrawal:
     db.session.add(withdrawal)
     db.session.flush()
     _record_events(withdrawal, None)
-    if account.withdrawals_auto_approve and new.amount <= _auto_approve_threshold(account):
+    if _auto_approves(account, withdrawal):
         _approve(withdrawal, actor_user_id=None, refusal=InvalidRequest)
     return withdrawal
 
@@ -137,6 +144,7 @@ def approve(withdrawal_id: str, actor_user_id: str) -> Withdrawal:
     """Staff approval: debits amount + fee now, or refuses (409) if the balance no longer
     covers them; processing starts after the commit."""
     withdrawal = _lock(withdrawal_id)
+    _refuse_own_account(withdrawal, actor_user_id)
     _approve(withdrawal, actor_user_id)
     return withdrawal
 
@@ -144,6 +152,8 @@ def approve(withdrawal_id: str, actor_user_id: str) -> Withdrawal:
 def reject(withdrawal_id: str, actor_user_id: str, reason: str | None) -> Withdrawal:
     """Staff refusal of a PENDING payout; nothing was debited, nothing moves."""
     withdrawal = _lock(withdrawal_id)
+    _refuse_own_account(withdrawal, actor_user_id)
+    _require_pending(withdrawal, "rejected")
     withdrawal.decided_by_user_id = actor_user_id
     withdrawal.failure_reason = reason or "Rejected by the platform's review."
     _transition(withdrawal, W.REJECTED)
@@ -156,6 +166,7 @@ def cancel(membership: Membership, withdrawal_id: str) -> Withdrawal:
     withdrawal = _lock(withdrawal_id)
     if withdrawal.account_id != membership.account_id:
         raise NotFound("No such withdrawal.")
+    _require_manager(membership, "cancel")
     if withdrawal.status is not W.PENDING:
         raise InvalidRequest(
             f"Only a PENDING withdrawal can be cancelled; this one is {withdrawal.status}.",
@@ -166,18 +177,25 @@ def cancel(membership: Membership, withdrawal_id: str) -> Withdrawal:
     return withdrawal
 
 
-def start_processing(withdrawal_id: str) -> Withdrawal | None:
-    """APPROVED → PROCESSING; a payout already PROCESSING (a retried job) goes on as is.
-    None when there is nothing to send (already finished, or not approved)."""
+def start_processing(withdrawal_id: str, now: datetime | None = None) -> Withdrawal | None:
+    """Claim a payout to send: APPROVED → PROCESSING, or a PROCESSING one whose sender has
+    been silent for STUCK_AFTER (its worker died; the provider call is idempotent). None when
+    someone else is sending it or there is nothing to send."""
+    now = now or utcnow()
     withdrawal = _lock(withdrawal_id)
     if withdrawal.status is W.APPROVED:
         _transition(withdrawal, W.PROCESSING)
         return withdrawal
-    return withdrawal if withdrawal.status is W.PROCESSING else None
+    if withdrawal.status is W.PROCESSING and withdrawal.updated_at <= now - STUCK_AFTER:
+        withdrawal.updated_at = now
+        return withdrawal
+    return None
 
 
 def send(withdrawal: Withdrawal) -> None:
-    """Ask the provider to pay out (idempotent by our id), then settle the outcome."""
+    """Ask the provider to pay out (idempotent by our id), then settle the outcome. Only a
+    definitive rejection refunds; an unknown outcome (ProviderError) propagates and the
+    payout stays PROCESSING until the sweep retries it."""
     provider = provider_named(withdrawal.provider, withdrawal.mode)
     request = PayoutRequest(
         reference=withdrawal.id,
@@ -185,28 +203,29 @@ def send(withdrawal: Withdrawal) -> None:
         amount=withdrawal.amount,
         currency=withdrawal.currency,
         destination=_destination_of(withdrawal),
+        requested_at=withdrawal.created_at,
     )
     try:
         sent = provider.payout(request)
-    except ProviderError as error:
-        _fail(withdrawal.id, error.message)
+    except PayoutRejected as rejection:
+        _fail(withdrawal.id, rejection.message)
         return
     _complete(withdrawal.id, sent.reference)
 
 
 def due_for_processing(now: datetime | None = None, limit: int = 100) -> list[str]:
-    """Approved payouts, and payouts stuck in PROCESSING (their worker died), to (re)send."""
+    """Payouts approved a while ago whose job never ran (Redis was down), and payouts stuck
+    in PROCESSING (their worker died), to (re)send; fresh approvals are left to their job."""
     now = now or utcnow()
     return db.session.scalars(
         sa.select(Withdrawal.id)
         .where(
             sa.or_(
-                Withdrawal.status == W.APPROVED,
+                sa.and_(Withdrawal.status == W.APPROVED, Withdrawal.updated_at <= now - JOB_GRACE),
                 sa.and_(
-                    Withdrawal.status == W.PROCESSING,
-                    Withdrawal.updated_at <= now - STUCK_AFTER,
+                    Withdrawal.status == W.PROCESSING, Withdrawal.updated_at <= now - STUCK_AFTER
                 ),
-            )
+            ),
         )
         .order_by(Withdrawal.updated_at)
         .limit(limit)
@@ -256,14 +275,57 @@ def pending_review(limit: int = 100) -> list[Withdrawal]:
     )
 
 
+def _require_manager(membership: Membership, action: str) -> None:
+    if not (membership.active and membership.role in MANAGING_ROLES):
+        raise PermissionDenied(
+            f"Only the account's OWNER or ADMIN may {action} payouts.", code=ROLE_REQUIRED
+        )
+
+
+def _require_pending(withdrawal: Withdrawal, action: str) -> None:
+    if withdrawal.status is not W.PENDING:
+        raise Conflict(
+            f"Only a PENDING withdrawal can be {action}; this one is {withdrawal.status}.",
+            code="withdrawal_not_pending",
+        )
+
+
+def _refuse_own_account(withdrawal: Withdrawal, actor_user_id: str) -> None:
+    """Four eyes: staff never decide a payout they asked for or of an account they belong to."""
+    if withdrawal.requested_by_user_id == actor_user_id or accounts.active_membership(
+        actor_user_id, withdrawal.account_id
+    ):
+        raise PermissionDenied(
+            "Staff may not decide payouts of an account they belong to.",
+            code="self_approval_forbidden",
+        )
+
+
+def _auto_approves(account: Account, withdrawal: Withdrawal) -> bool:
+    """Flagged accounts skip approval for BRL payouts up to their threshold."""
+    threshold = account.withdrawals_auto_approve_threshold
+    if threshold is None:
+        threshold = current_app.config["WITHDRAWALS_AUTO_APPROVE_THRESHOLD"]
+    return (
+        account.withdrawals_auto_approve
+        and withdrawal.currency == BRL
+        and withdrawal.amount <= threshold
+    )
+
+
+def _locked_account(account_id: str) -> Account:
+    return db.session.scalar(
+        sa.select(Account)
+        .where(Account.id == account_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+
+
 def _approve(
     withdrawal: Withdrawal, actor_user_id: str | None, refusal: type[ApiError] = Conflict
 ) -> None:
-    if withdrawal.status is not W.PENDING:
-        raise Conflict(
-            f"Only a PENDING withdrawal can be approved; this one is {withdrawal.status}.",
-            code="withdrawal_not_pending",
-        )
+    _require_pending(withdrawal, "approved")
     total = withdrawal.amount + withdrawal.fee
     _check_covered(
         withdrawal.account_id,
@@ -400,14 +462,18 @@ def _check_covered(
 
 
 def _check_caps(account: Account, mode: KeyMode, amount: int) -> None:
-    cap = account.payout_transaction_cap or current_app.config["PAYOUT_TRANSACTION_CAP"]
+    cap = account.payout_transaction_cap
+    if cap is None:
+        cap = current_app.config["PAYOUT_TRANSACTION_CAP"]
     if amount > cap:
         raise InvalidRequest(
             f"A payout may be at most {cap} centavos under this account's contract.",
             code="payout_amount_limit_exceeded",
             param="amount",
         )
-    daily_cap = account.payout_daily_cap or cap * current_app.config["PAYOUT_DAILY_CAP_MULTIPLIER"]
+    daily_cap = account.payout_daily_cap
+    if daily_cap is None:
+        daily_cap = cap * current_app.config["PAYOUT_DAILY_CAP_MULTIPLIER"]
     today = datetime.combine(utcnow().astimezone(SAO_PAULO).date(), time.min, tzinfo=SAO_PAULO)
     requested_today = db.session.scalar(
         sa.select(sa.func.coalesce(sa.func.sum(Withdrawal.amount), 0)).where(
@@ -426,14 +492,7 @@ def _check_caps(account: Account, mode: KeyMode, amount: int) -> None:
         )
 
 
-def _auto_approve_threshold(account: Account) -> int:
-    return (
-        account.withdrawals_auto_approve_threshold
-        or current_app.config["WITHDRAWALS_AUTO_APPROVE_THRESHOLD"]
-    )
-
-
-def _destination(new: NewPayout) -> dict:
+def _destination(new: NewPayout, account: Account) -> dict:
     """The destination columns for the payout's type, checked before anything is created."""
     extras = sorted(new.destination_fields - DESTINATION_FIELDS[new.type])
     if extras:
@@ -443,16 +502,21 @@ def _destination(new: NewPayout) -> dict:
     if new.currency != BRL:
         raise InvalidRequest(f"{new.type} payouts are in BRL.", param="currency")
     if new.type == "PIX":
-        return _pix_destination(new)
+        return _pix_destination(new, account)
     return {"bank_account": _bank_account(new.bank_account)}
 
 
-def _pix_destination(new: NewPayout) -> dict:
+def _pix_destination(new: NewPayout, account: Account) -> dict:
     if not new.pix_key:
         raise InvalidRequest("pixKey is required for PIX payouts.", param="pixKey")
     if not new.pix_key_type:
         raise InvalidRequest("pixKeyType is required for PIX payouts.", param="pixKeyType")
-    checked = keys.validate(new.pix_key, new.pix_key_type)
+    checked = keys.validate(
+        new.pix_key,
+        new.pix_key_type,
+        strict_cnpj=new.strict_cnpj,
+        cnpj_checksum_waiver=account.cnpj_checksum_waiver,
+    )
     if not checked.valid:
         raise InvalidRequest(
             "Invalid Pix key: " + "; ".join(checked.errors), code="invalid_pix_key", param="pixKey"

@@ -6,6 +6,9 @@ Create Date: 2026-11-22 01:01:56.440481
 
 """
 
+import uuid
+from datetime import UTC, datetime
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
@@ -140,6 +143,37 @@ def upgrade():
         batch_op.add_column(sa.Column("payout_daily_cap", sa.BigInteger(), nullable=True))
 
     # ### end Alembic commands ###
+
+    _release_existing_pending_balances()
+
+
+def _release_existing_pending_balances():
+    """Money settled before release tranches existed gets one tranche per wallet, due now."""
+    connection = op.get_bind()
+    now = datetime.now(UTC)
+    waiting = connection.execute(sa.text("SELECT id, pending FROM wallets WHERE pending > 0"))
+    releases = sa.table(
+        "settlement_releases",
+        sa.column("id", sa.String),
+        sa.column("wallet_id", sa.String),
+        sa.column("reference_id", sa.String),
+        sa.column("amount", sa.BigInteger),
+        sa.column("release_at", app.models.base.UTCDateTime),
+        sa.column("created_at", app.models.base.UTCDateTime),
+    )
+    rows = [
+        {
+            "id": str(uuid.uuid4()),
+            "wallet_id": wallet_id,
+            "reference_id": "0003_wallets_payouts",
+            "amount": pending,
+            "release_at": now,
+            "created_at": now,
+        }
+        for wallet_id, pending in waiting
+    ]
+    if rows:
+        op.bulk_insert(releases, rows)
 
 
 def downgrade():

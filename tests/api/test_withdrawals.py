@@ -1,17 +1,22 @@
 """Payouts (withdrawals): request, approval, processing, failure, rejection, cancellation."""
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from app.cli import check_ledger
 from app.extensions import db
 from app.jobs import payouts as payout_jobs
 from app.models import Event, LedgerPosting, Role, Withdrawal
-from app.providers.sandbox import FAILING_AMOUNT
-from app.services import ledger
+from app.models.base import utcnow
+from app.providers.base import ProviderError
+from app.providers.sandbox import FAILING_AMOUNT, SandboxPixProvider
+from app.services import ledger, payouts
 from tests.support import factories
+from tests.support.dashboard import post_form, sign_in
 from tests.support.http import assert_error, bearer, count_rows, login
 from tests.support.payouts import (
     available,
@@ -327,6 +332,8 @@ def test_admin_routes_need_a_staff_token(app, client, merchant):
     response = client.post(
         f"/v1/admin/withdrawals/{payout['id']}/approve", headers=merchant.headers
     )
+    assert_error(response, 403, "permission_error", "staff_token_required")
+    response = client.post(f"/v1/admin/withdrawals/{payout['id']}/approve")
     assert_error(response, 401, "authentication_error", "unauthorized")
     queue = client.get("/v1/admin/withdrawals", headers=staff_headers(app, client)).get_json()
     assert [w["id"] for w in queue] == [payout["id"]]
@@ -364,6 +371,13 @@ def test_an_approval_made_while_redis_is_down_is_paid_by_the_sweep(
         patch.setattr("app.jobs.queueing.get_queue", redis_is_down)
         assert _approve(client, staff, payout["id"]).status_code == 200
     with app.app_context():
+        assert payout_jobs.sweep_payouts() == 0  # a fresh approval is left to its own job
+        db.session.execute(
+            sa.update(Withdrawal)
+            .where(Withdrawal.id == payout["id"])
+            .values(updated_at=utcnow() - timedelta(minutes=2))
+        )
+        db.session.commit()
         assert payout_jobs.sweep_payouts() == 1
     body = client.get(f"/v1/withdrawals/{payout['id']}", headers=merchant.headers).get_json()
     assert body["status"] == "COMPLETED"
@@ -390,3 +404,171 @@ def test_fifty_concurrent_auto_approved_requests_against_a_balance_for_ten(app, 
     assert count_rows(app, Withdrawal) == 10
     assert available(client, merchant) == 0
     _ledger_is_clean(app)
+
+
+def test_staff_never_decide_payouts_of_their_own_account(app, client, merchant):
+    """Four eyes: staff who belong to the account cannot approve or reject its payout."""
+    payout = request(client, merchant).get_json()
+    insider = factories.make_staff(app, "insider@acmepay.example.com")
+    factories.make_member(app, merchant.member.account_id, Role.ADMIN, email=insider.email)
+    with app.test_client() as browser:
+        sign_in(browser, insider)
+        for action in ("approve", "reject"):
+            response = post_form(
+                browser,
+                "/dashboard/back-office",
+                f"/dashboard/back-office/payouts/{payout['id']}/{action}",
+            )
+            assert response.status_code == 303
+            page = browser.get("/dashboard/back-office").get_data(as_text=True)
+            assert "may not decide payouts of an account they belong to" in page
+    assert available(client, merchant) == 100_000
+    status = client.get(f"/v1/withdrawals/{payout['id']}", headers=merchant.headers).get_json()
+    assert status["status"] == "PENDING"
+
+
+def test_rejecting_a_decided_payout_is_409(app, client, merchant, staff):
+    payout = request(client, merchant).get_json()
+    _approve(client, staff, payout["id"])
+    response = client.post(f"/v1/admin/withdrawals/{payout['id']}/reject", headers=staff)
+    assert_error(response, 409, "conflict_error", "withdrawal_not_pending")
+
+
+def test_a_member_may_not_cancel(app, client, merchant):
+    payout = request(client, merchant).get_json()
+    member = factories.make_member(app, merchant.member.account_id, Role.MEMBER)
+    response = client.post(
+        f"/v1/withdrawals/{payout['id']}/cancel", headers=bearer(login(client, member))
+    )
+    assert_error(response, 403, "permission_error", "WITHDRAWAL_ROLE_REQUIRED")
+
+
+def test_a_payout_must_be_worth_more_than_its_fee(app, client, merchant):
+    response = request(client, merchant, amount=PIX_FEE)
+    assert_error(response, 400, "invalid_request_error", "invalid_amount", param="amount")
+
+
+def test_the_cnpj_checksum_waiver_applies_to_payouts_too(app, client, merchant):
+    bad_checksum = "11222333000180"
+    body = pix_payout(pixKey=bad_checksum, pixKeyType="CNPJ")
+    refused = client.post("/v1/withdrawals?strictCnpj=false", json=body, headers=merchant.headers)
+    assert_error(refused, 400, "invalid_request_error", "invalid_pix_key", param="pixKey")
+    set_account(app, merchant.member.account_id, cnpj_checksum_waiver=True)
+    strict = client.post(
+        "/v1/withdrawals",
+        json={**body, "idempotencyKey": "strict-cnpj-01"},
+        headers=merchant.headers,
+    )
+    assert_error(strict, 400, "invalid_request_error", "invalid_pix_key", param="pixKey")
+    waived = client.post(
+        "/v1/withdrawals?strictCnpj=false",
+        json={**body, "idempotencyKey": "waived-cnpj-01"},
+        headers=merchant.headers,
+    )
+    assert waived.status_code == 201
+    assert waived.get_json()["pixKey"] == bad_checksum
+
+
+def test_an_unknown_provider_outcome_keeps_the_payout_processing(
+    app, client, merchant, staff, monkeypatch
+):
+    """A provider outage is not a rejection: nothing is refunded, and the sweep retries."""
+    payout = request(client, merchant).get_json()
+    _approve(client, staff, payout["id"])
+
+    def outage(self, request):
+        raise ProviderError("PSP unavailable", code="timeout")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("app.providers.sandbox.SandboxPixProvider.payout", outage)
+        with app.app_context(), pytest.raises(ProviderError):
+            payout_jobs.process_payout(payout["id"])
+    body = client.get(f"/v1/withdrawals/{payout['id']}", headers=merchant.headers).get_json()
+    assert body["status"] == "PROCESSING"
+    assert available(client, merchant) == 100_000 - 10_000 - PIX_FEE
+    with app.app_context():
+        assert payout_jobs.process_payout(payout["id"]) is None  # its sender is not yet silent
+        stale = utcnow() + timedelta(minutes=6)
+        assert payouts.start_processing(payout["id"], now=stale) is not None
+        db.session.rollback()
+        db.session.execute(
+            sa.update(Withdrawal)
+            .where(Withdrawal.id == payout["id"])
+            .values(updated_at=utcnow() - timedelta(minutes=6))
+        )
+        db.session.commit()
+        assert payout_jobs.sweep_payouts() == 1
+    body = client.get(f"/v1/withdrawals/{payout['id']}", headers=merchant.headers).get_json()
+    assert body["status"] == "COMPLETED"
+    _ledger_is_clean(app)
+
+
+@pytest.mark.postgres
+def test_two_senders_at_once_pay_a_payout_once(app, client, merchant, staff, monkeypatch):
+    """On PostgreSQL: the job and a sweep (or the job twice) racing send it to the provider once."""
+    payout = request(client, merchant).get_json()
+    _approve(client, staff, payout["id"])
+    calls = []
+    original = SandboxPixProvider.payout
+
+    def counted(self, request):
+        calls.append(request.reference)
+        return original(self, request)
+
+    monkeypatch.setattr(SandboxPixProvider, "payout", counted)
+
+    def process(_):
+        with app.app_context():
+            return payout_jobs.process_payout(payout["id"])
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(process, range(4)))
+    assert sorted(results, key=str) == ["COMPLETED", None, None, None]
+    assert calls == [payout["id"]]
+    _ledger_is_clean(app)
+
+
+@pytest.mark.postgres
+def test_concurrent_requests_cannot_pass_the_daily_cap_together(app, client, merchant):
+    set_account(app, merchant.member.account_id, payout_daily_cap=30_000)
+
+    def send(index):
+        with app.test_client() as http:
+            return request(http, merchant, amount=9_900).status_code
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        statuses = list(pool.map(send, range(20)))
+    assert statuses.count(201) == 3
+    with app.app_context():
+        total = db.session.scalar(sa.select(sa.func.sum(Withdrawal.amount)))
+    assert total == 29_700
+
+
+@pytest.mark.postgres
+def test_approval_racing_cancellation_ends_one_way(app, client, merchant, staff):
+    """On PostgreSQL: approve and cancel at once leave either APPROVED (debited) or CANCELLED."""
+    payout = request(client, merchant).get_json()
+
+    def approve(_):
+        with app.test_client() as http:
+            return _approve(http, staff, payout["id"]).status_code
+
+    def cancel(_):
+        with app.test_client() as http:
+            return http.post(
+                f"/v1/withdrawals/{payout['id']}/cancel", headers=merchant.headers
+            ).status_code
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        approved, cancelled = pool.submit(approve, 0), pool.submit(cancel, 0)
+        outcome = (approved.result(), cancelled.result())
+    status = client.get(f"/v1/withdrawals/{payout['id']}", headers=merchant.headers).get_json()
+    if outcome == (200, 400):
+        assert status["status"] in ("APPROVED", "PROCESSING", "COMPLETED")
+        assert available(client, merchant) == 100_000 - 10_000 - PIX_FEE
+    else:
+        assert outcome == (409, 200)
+        assert status["status"] == "CANCELLED"
+        assert available(client, merchant) == 100_000
+    result = app.test_cli_runner().invoke(check_ledger)
+    assert result.exit_code == 0, result.output

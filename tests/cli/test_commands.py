@@ -5,7 +5,7 @@ import json
 import sqlalchemy as sa
 
 from app.extensions import db
-from app.models import Account, Membership, User
+from app.models import Account, AuditLog, Membership, User
 
 
 def _run(app, *args, input=None):
@@ -142,3 +142,36 @@ def test_users_add_never_changes_an_existing_user_silently(app, client):
         args=["users", "add", "x@y.example.com", "--password", "long enough pw", "--role", "ADMIN"]
     )
     assert result.exit_code != 0 and "--role needs --account" in result.output
+
+
+def test_accounts_set_changes_contract_settings_with_an_audit_trail(app):
+    """Can support switch an account's waiver, auto-approval and caps, and is it audited?"""
+    account_id = _run(app, "accounts", "create", "Loja Contrato").split("account_id=")[1].split()[0]
+    output = _run(
+        app,
+        "accounts",
+        "set",
+        account_id,
+        "--cnpj-checksum-waiver",
+        "--auto-approve-payouts",
+        "--auto-approve-threshold",
+        "0",
+        "--payout-cap",
+        "500000",
+    )
+    assert "cnpj_checksum_waiver: False -> True" in output
+    assert "withdrawals_auto_approve_threshold: None -> 0" in output
+    assert "nothing changed" in _run(app, "accounts", "set", account_id, "--payout-cap", "500000")
+    with app.app_context():
+        account = db.session.get(Account, account_id)
+        assert account.cnpj_checksum_waiver and account.withdrawals_auto_approve
+        assert (account.withdrawals_auto_approve_threshold, account.payout_transaction_cap) == (
+            0,
+            500_000,
+        )
+        trail = db.session.scalars(
+            sa.select(AuditLog).where(AuditLog.action == "account.settings_changed")
+        ).all()
+    assert len(trail) == 1 and trail[0].details["via"] == "cli"
+    failed = app.test_cli_runner().invoke(args=["accounts", "set", "missing", "--city", "Recife"])
+    assert failed.exit_code != 0 and "No account missing" in failed.output

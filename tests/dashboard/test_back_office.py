@@ -241,7 +241,7 @@ def test_a_second_decision_is_shown_as_an_error(app, client, monkeypatch, redis)
     assert post_form(client, BACK_OFFICE, approve).status_code == 303
     refusals = {
         approve: "Only a PENDING withdrawal can be approved; this one is APPROVED.",
-        reject: "A withdrawal in status APPROVED cannot become REJECTED.",
+        reject: "Only a PENDING withdrawal can be rejected; this one is APPROVED.",
     }
     for action, message in refusals.items():
         response = post_form(client, BACK_OFFICE, action)

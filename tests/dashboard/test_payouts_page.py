@@ -226,14 +226,14 @@ def test_cancel_needs_csrf_and_the_payout_of_this_account(app, client, merchant,
 
 
 def test_filters_and_pages_keep_each_other(app, client, merchant):
-    ids = [request(client, merchant, amount=100 + n).json["id"] for n in range(23)]
+    ids = [request(client, merchant, amount=1_000 + n).json["id"] for n in range(23)]
     client.post(f"/v1/withdrawals/{ids[0]}/cancel", headers=merchant.headers)
     sign_in(client, merchant.member)
 
     first = _text(client.get(PAGE))
     assert _rows(first) == 20
     assert "Page 1 of 2 (23 payouts)" in first and "Previous page" not in first
-    assert first.index("R$ 1,22") < first.index("R$ 1,03")  # newest first
+    assert first.index("R$ 10,22") < first.index("R$ 10,03")  # newest first
     next_link = re.search(r'<a href="([^"]+)">Next page</a>', first).group(1)
     assert "page=2" in next_link and "mode=test" in next_link
     second = _text(client.get(next_link))
@@ -245,7 +245,7 @@ def test_filters_and_pages_keep_each_other(app, client, merchant):
     assert "status=PENDING" in next_link and "page=2" in next_link
     assert _rows(_text(client.get(next_link))) == 2
     cancelled = _text(client.get(f"{PAGE}?status=CANCELLED"))
-    assert _rows(cancelled) == 1 and "R$ 1,00" in cancelled and "/cancel" not in cancelled
+    assert _rows(cancelled) == 1 and "R$ 10,00" in cancelled and "/cancel" not in cancelled
     assert "No live payouts yet." in _text(client.get(f"{PAGE}?mode=live"))
     assert "No COMPLETED test payouts here." in _text(client.get(f"{PAGE}?status=COMPLETED"))
     assert "No test payouts here." in _text(client.get(f"{PAGE}?page=9"))

@@ -1,10 +1,12 @@
 """The sandbox provider: real dynamic BR Codes, no outside calls, Pix ids in the right shape."""
 
+from datetime import UTC, datetime
+
 import pytest
 
 from app.pix import brcode
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
-from app.providers.base import PayoutRequest, PixChargeRequest, ProviderError
+from app.providers.base import PayoutRejected, PayoutRequest, PixChargeRequest, ProviderError
 from app.providers.sandbox import FAILING_AMOUNT, SandboxPixProvider
 from tests.support import factories
 from tests.support.charges import created, pay
@@ -52,14 +54,20 @@ def test_returns_carry_a_return_id():
     assert returned.status == "DEVOLVIDO"
 
 
-def test_payouts_settle_with_a_reference_or_fail_on_the_failing_amount():
+def test_payouts_settle_with_a_stable_reference_or_are_rejected():
+    """The same payout id always gets the same answer, so a retry never pays twice."""
     provider = SandboxPixProvider("http://localhost")
-    pix = provider.payout(PayoutRequest("w1", "PIX", 100, "BRL", {"pixKey": "a@b.co"}))
-    assert END_TO_END_PATTERN.fullmatch(pix.reference)
-    crypto = provider.payout(PayoutRequest("w2", "CRYPTO", 100, "USDT", {}))
+    at = datetime(2026, 11, 22, 12, 30, tzinfo=UTC)
+    pix = PayoutRequest("w1", "PIX", 100, "BRL", {"pixKey": "a@b.co"}, at)
+    first = provider.payout(pix)
+    assert END_TO_END_PATTERN.fullmatch(first.reference)
+    assert first.reference.startswith("E99999999202611221230")
+    assert provider.payout(pix) == first
+    assert provider.payout(PayoutRequest("w2", "PIX", 100, "BRL", {}, at)) != first
+    crypto = provider.payout(PayoutRequest("w3", "CRYPTO", 100, "USDT", {}, at))
     assert crypto.reference.startswith("0x") and len(crypto.reference) == 66
-    with pytest.raises(ProviderError) as failure:
-        provider.payout(PayoutRequest("w3", "TED", FAILING_AMOUNT, "BRL", {}))
+    with pytest.raises(PayoutRejected) as failure:
+        provider.payout(PayoutRequest("w4", "TED", FAILING_AMOUNT, "BRL", {}, at))
     assert failure.value.code == "sandbox_rejected"
 
 

@@ -23,7 +23,7 @@ class PixKeyValidationSchema(ma.Schema):
     )
 
 
-class PixKeyValidationQuerySchema(QueryArgsSchema):
+class StrictCnpjQuerySchema(QueryArgsSchema):
     strictCnpj = ma.fields.Boolean(
         truthy={"true"},
         falsy={"false"},
