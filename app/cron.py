@@ -6,7 +6,7 @@ The scheduler only enqueues; the jobs run in the RQ workers (`python worker.py`)
 from rq import cron
 
 from app.config import load_settings
-from app.jobs import charges, maintenance, payouts, wallets
+from app.jobs import charges, maintenance, payouts, wallets, webhooks
 
 PERIODIC_QUEUE = "periodic"
 settings = load_settings()
@@ -22,3 +22,4 @@ cron.register(
     interval=settings["SETTLEMENT_RELEASE_SWEEP_SECONDS"],
 )
 cron.register(payouts.sweep_payouts, PERIODIC_QUEUE, interval=settings["PAYOUT_SWEEP_SECONDS"])
+cron.register(webhooks.sweep_webhooks, PERIODIC_QUEUE, interval=settings["WEBHOOK_SWEEP_SECONDS"])

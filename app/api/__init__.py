@@ -2,7 +2,7 @@
 
 from flask import Flask
 
-from app.api import api_keys, auth, charges, docs, health, pix_keys, wallets, withdrawals
+from app.api import api_keys, auth, charges, docs, health, pix_keys, wallets, webhooks, withdrawals
 from app.api.security import SECURITY_SCHEMES
 from app.extensions import api, csrf
 
@@ -17,6 +17,7 @@ RESOURCE_BLUEPRINTS = (
     pix_keys.blp,
     withdrawals.blp,
     withdrawals.admin_blp,
+    webhooks.blp,
 )
 
 

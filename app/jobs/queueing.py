@@ -19,7 +19,10 @@ PENDING_JOBS = "acme_jobs_after_commit"
 
 
 def enqueue_after_commit(session: Session, queue_name: str, func: str, *args) -> None:
-    session.info.setdefault(PENDING_JOBS, []).append((queue_name, func, args))
+    """Ask for `func(*args)` once the session commits; the same request twice runs once."""
+    pending = session.info.setdefault(PENDING_JOBS, [])
+    if (queue_name, func, args) not in pending:
+        pending.append((queue_name, func, args))
 
 
 @event.listens_for(Session, "after_commit")

@@ -22,12 +22,20 @@ from app.models.transaction import (
     Transaction,
     TransactionStatus,
 )
+from app.models.webhook import (
+    DeliveryStatus,
+    EndpointStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from app.models.withdrawal import Withdrawal, WithdrawalStatus, WithdrawalType
 
 __all__ = [
     "Account",
     "ApiKey",
     "AuditLog",
+    "DeliveryStatus",
+    "EndpointStatus",
     "Event",
     "IdempotencyKey",
     "KeyMode",
@@ -48,6 +56,8 @@ __all__ = [
     "User",
     "Wallet",
     "WalletType",
+    "WebhookDelivery",
+    "WebhookEndpoint",
     "Withdrawal",
     "WithdrawalStatus",
     "WithdrawalType",

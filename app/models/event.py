@@ -6,6 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
+from app.models.api_key import KeyMode
 from app.models.base import JSONType, UTCDateTime, utcnow
 
 
@@ -15,6 +16,7 @@ class Event(db.Model):
 
     id: Mapped[str] = mapped_column(sa.String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"), index=True)
+    mode: Mapped[KeyMode | None] = mapped_column(sa.Enum(KeyMode, native_enum=False, length=8))
     type: Mapped[str] = mapped_column(sa.String(64))
     api_version: Mapped[str] = mapped_column(sa.String(10))
     subject_type: Mapped[str | None] = mapped_column(sa.String(32))

@@ -2,29 +2,34 @@
 
 An event row commits or rolls back with the change it describes, so no event is ever sent
 for a change that did not happen, and none is lost for a change that did. Delivery reads
-these rows later (webhook relay).
+these rows later (the webhook relay, `app/services/webhooks.py`).
 """
 
 import uuid
 
 from app.extensions import db
-from app.models import Event
+from app.jobs.queueing import enqueue_after_commit
+from app.models import Event, KeyMode
 
 API_VERSION = "2026-11-01"
+RELAY_JOB = "app.jobs.webhooks.relay_events"
 
 
 def record_event(
     account_id: str,
+    mode: KeyMode,
     event_type: str,
     data: dict,
     *,
     subject_type: str | None = None,
     subject_id: str | None = None,
 ) -> Event:
-    """Add an event to the current transaction; its `evt_` id is stable from here on."""
+    """Add an event to the current transaction; its `evt_` id is stable from here on. The
+    webhook relay is asked to run once the transaction commits (and a sweep runs anyway)."""
     event = Event(
         id=f"evt_{uuid.uuid4().hex}",
         account_id=account_id,
+        mode=mode,
         type=event_type,
         api_version=API_VERSION,
         subject_type=subject_type,
@@ -32,4 +37,5 @@ def record_event(
         data=data,
     )
     db.session.add(event)
+    enqueue_after_commit(db.session(), "default", RELAY_JOB)
     return event

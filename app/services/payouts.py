@@ -419,6 +419,7 @@ def _record_events(withdrawal: Withdrawal, previous: WithdrawalStatus | None) ->
         )
         record_event(
             withdrawal.account_id,
+            withdrawal.mode,
             event_type,
             data,
             subject_type="withdrawal",

@@ -86,6 +86,7 @@ def transition(
     for event_type in EVENTS_ON_ENTRY.get(to, ()):
         record_event(
             transaction.account_id,
+            transaction.mode,
             event_type,
             _event_data(event_type, transaction, previous, transaction.updated_at),
             subject_type="transaction",

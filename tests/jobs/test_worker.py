@@ -40,4 +40,5 @@ def test_cron_schedule_declares_the_periodic_jobs(redis):
         ("app.jobs.charges.expire_charges", "periodic", 10),
         ("app.jobs.wallets.release_settlements", "periodic", 60),
         ("app.jobs.payouts.sweep_payouts", "periodic", 30),
+        ("app.jobs.webhooks.sweep_webhooks", "periodic", 15),
     }

@@ -42,7 +42,9 @@ def body_keyed_write():
 def _write():
     """Records one event (the observable effect), then fails or answers as asked."""
     body = request.get_json()
-    event = record_event(g.account_id, "probe.written", {"amount": body.get("amount")})
+    event = record_event(
+        g.account_id, g.api_key.mode, "probe.written", {"amount": body.get("amount")}
+    )
     db.session.flush()
     if body.get("pause"):
         in_flight.set()

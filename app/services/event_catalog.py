@@ -1,0 +1,72 @@
+"""The events merchants can subscribe to: the authoritative list behind the catalog route and
+the validation of endpoint subscriptions. Legacy names are flagged; aliases expand."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    event: str
+    description: str
+    legacy: bool = False
+
+
+CANONICAL = (
+    CatalogEntry("charge.created", "A charge was created and awaits payment."),
+    CatalogEntry("charge.paid", "A charge was paid and confirmed."),
+    CatalogEntry("charge.failed", "A charge failed or was cancelled."),
+    CatalogEntry("charge.expired", "A charge expired unpaid."),
+    CatalogEntry("payout.created", "A payout was requested."),
+    CatalogEntry("payout.paid", "A payout was settled."),
+    CatalogEntry("payout.failed", "A payout failed, was rejected or was cancelled."),
+)
+DISPUTES = (
+    CatalogEntry("med_case.created", "A dispute (MED) case was opened on a paid charge."),
+    CatalogEntry("med_case.updated", "A dispute case changed status or evidence was requested."),
+    CatalogEntry("med.resolved", "A dispute case's money reached its final destination."),
+)
+LEGACY = (
+    CatalogEntry("payment.created", "A transaction was created.", legacy=True),
+    CatalogEntry("payment.completed", "A transaction was paid (PAID or APPROVED).", legacy=True),
+    CatalogEntry(
+        "payment.failed",
+        "A transaction was refused, cancelled, expired or disputed.",
+        legacy=True,
+    ),
+    CatalogEntry("payment.expired", "A transaction expired unpaid.", legacy=True),
+    CatalogEntry("payment.refunded", "A transaction was refunded.", legacy=True),
+    CatalogEntry("withdrawal.created", "A withdrawal was requested.", legacy=True),
+    CatalogEntry("withdrawal.completed", "A withdrawal was completed.", legacy=True),
+    CatalogEntry(
+        "withdrawal.failed", "A withdrawal failed, was rejected or cancelled.", legacy=True
+    ),
+)
+ALIASES = {
+    "payment.status_changed": (
+        "payment.created",
+        "payment.completed",
+        "payment.failed",
+        "payment.expired",
+        "payment.refunded",
+    ),
+    "withdrawal.status_changed": ("withdrawal.completed", "withdrawal.failed"),
+}
+ALIAS_ENTRIES = tuple(
+    CatalogEntry(alias, f"Alias for {', '.join(names)}.", legacy=True)
+    for alias, names in ALIASES.items()
+)
+CATALOG = CANONICAL + DISPUTES + LEGACY + ALIAS_ENTRIES
+SUBSCRIBABLE = frozenset(entry.event for entry in CATALOG)
+LEGACY_EVENTS = frozenset(entry.event for entry in LEGACY)
+
+
+def expand(names: list[str]) -> frozenset[str]:
+    """The concrete event names a subscription covers (aliases replaced by what they mean)."""
+    expanded: set[str] = set()
+    for name in names:
+        expanded.update(ALIASES.get(name, (name,)))
+    return frozenset(expanded)
+
+
+def unknown(names: list[str]) -> list[str]:
+    return sorted(set(names) - SUBSCRIBABLE)

@@ -1,0 +1,462 @@
+"""Webhooks end to end: endpoints API, relay, signed delivery to a real receiver through a
+real RQ worker, retries, dead letters, resends, rotation, deletion and Redis outages."""
+
+import hashlib
+import hmac
+import json
+import re
+from datetime import datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+from redis.exceptions import ConnectionError as RedisConnectionError
+from rq import SimpleWorker
+
+from app.config import PROJECT_ROOT, instance_path
+from app.extensions import db, get_queue
+from app.jobs import webhooks as webhook_jobs
+from app.models import KeyMode, WebhookDelivery, WebhookEndpoint
+from app.models.base import utcnow
+from app.services import webhooks
+from tests.support import factories
+from tests.support.charges import created, get, pay
+from tests.support.http import assert_error
+from tests.support.receiver import start_receiver
+
+HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+@pytest.fixture
+def account_id(app):
+    return factories.make_account(app)
+
+
+@pytest.fixture
+def api_key(app, account_id):
+    return factories.make_api_key(app, account_id)
+
+
+@pytest.fixture
+def receiver():
+    server = start_receiver()
+    yield server
+    server.server.shutdown()
+
+
+def _register(client, api_key, url, events=("charge.created", "payment.created")):
+    response = client.post(
+        "/v1/webhooks/endpoints",
+        json={"url": url, "events": list(events)},
+        headers={"apikey": api_key},
+    )
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()
+
+
+def _run_worker(app, redis) -> None:
+    with app.app_context():
+        SimpleWorker([get_queue("default")], connection=redis).work(burst=True)
+
+
+def _deliveries(app, **filters) -> list[WebhookDelivery]:
+    with app.app_context():
+        return db.session.scalars(
+            sa.select(WebhookDelivery).filter_by(**filters).order_by(WebhookDelivery.created_at)
+        ).all()
+
+
+def _make_due(app, delivery_id) -> None:
+    with app.app_context():
+        db.session.execute(
+            sa.update(WebhookDelivery)
+            .where(WebhookDelivery.id == delivery_id)
+            .values(next_retry_at=utcnow() - timedelta(seconds=1))
+        )
+        db.session.commit()
+
+
+def _deliver(app, delivery_id) -> str | None:
+    with app.app_context():
+        return webhook_jobs.deliver(delivery_id)
+
+
+def _canonical_signature_ok(header: str, body: bytes, secret: str) -> bool:
+    """Verified here from the contract alone, not with the service's signing code."""
+    parts = dict(item.split("=", 1) for item in header.split(","))
+    expected = hmac.new(
+        secret.encode(), parts["t"].encode() + b"." + body, hashlib.sha256
+    ).hexdigest()
+    return hmac.compare_digest(parts["v1"], expected)
+
+
+def _legacy_signature_ok(header: str, body: bytes, secret: str) -> bool:
+    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(header, expected)
+
+
+def test_the_catalog_is_public_and_flags_legacy_names(client):
+    catalog = client.get("/v1/webhooks/event-catalog").get_json()
+    names = {entry["event"]: entry for entry in catalog}
+    for name in ("charge.created", "charge.paid", "payout.failed", "med_case.created"):
+        assert "legacy" not in names[name] and names[name]["description"]
+    for name in ("payment.completed", "withdrawal.failed", "payment.status_changed"):
+        assert names[name]["legacy"] is True
+
+
+def test_an_endpoint_is_created_with_a_secret_shown_once_and_kept_encrypted(
+    app, client, api_key, receiver
+):
+    endpoint = _register(client, api_key, receiver.url)
+    assert HEX64.fullmatch(endpoint["secret"])
+    assert (endpoint["status"], endpoint["url"]) == ("ACTIVE", receiver.url)
+    listed = client.get("/v1/webhooks/endpoints", headers={"apikey": api_key}).get_json()
+    assert listed["data"][0]["id"] == endpoint["id"] and "secret" not in listed["data"][0]
+    with app.app_context():
+        stored = db.session.get(WebhookEndpoint, endpoint["id"]).secret_ciphertext
+    assert endpoint["secret"] not in stored
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"url": "https://example.com/h", "events": ["charge.exploded"]}, "events"),
+        ({"url": "https://example.com/h", "events": []}, "events"),
+        ({"url": "ftp://example.com/h", "events": ["charge.paid"]}, "url"),
+        ({"url": "https://user:pw@example.com/h", "events": ["charge.paid"]}, "url"),
+        ({"url": "https://example.com/h"}, "events"),
+    ],
+)
+def test_bad_registrations_are_400(client, api_key, body, param):
+    response = client.post("/v1/webhooks/endpoints", json=body, headers={"apikey": api_key})
+    assert_error(response, 400, "invalid_request_error", "invalid_request", param=param)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com/hooks",
+        "https://127.0.0.1/hooks",
+        "https://localhost/hooks",
+        "https://10.0.0.7/hooks",
+        "https://169.254.169.254/latest",
+        "https://[::1]/hooks",
+    ],
+)
+def test_live_endpoints_must_be_public_https(app, client, account_id, url):
+    live_key = factories.make_api_key(app, account_id, KeyMode.LIVE)
+    response = client.post(
+        "/v1/webhooks/endpoints",
+        json={"url": url, "events": ["charge.paid"]},
+        headers={"apikey": live_key},
+    )
+    assert_error(response, 400, "invalid_request_error", "invalid_request", param="url")
+
+
+def test_patch_changes_only_what_is_sent(client, api_key, receiver):
+    endpoint = _register(client, api_key, receiver.url)
+    response = client.patch(
+        f"/v1/webhooks/endpoints/{endpoint['id']}",
+        json={"status": "INACTIVE"},
+        headers={"apikey": api_key},
+    ).get_json()
+    assert response == {
+        "id": endpoint["id"],
+        "url": receiver.url,
+        "events": ["charge.created", "payment.created"],
+        "status": "INACTIVE",
+    }
+    bad = client.patch(
+        f"/v1/webhooks/endpoints/{endpoint['id']}",
+        json={"events": ["nope"]},
+        headers={"apikey": api_key},
+    )
+    assert_error(bad, 400, "invalid_request_error", "invalid_request", param="events")
+
+
+def test_another_accounts_endpoint_is_404(app, client, api_key, receiver):
+    endpoint = _register(client, api_key, receiver.url)
+    other = factories.make_api_key(app, factories.make_account(app, "Other"))
+    for method, path in (
+        ("patch", f"/v1/webhooks/endpoints/{endpoint['id']}"),
+        ("delete", f"/v1/webhooks/endpoints/{endpoint['id']}"),
+        ("post", f"/v1/webhooks/endpoints/{endpoint['id']}/rotate-secret"),
+    ):
+        response = getattr(client, method)(path, json={}, headers={"apikey": other})
+        assert_error(response, 404, "not_found_error", "not_found")
+
+
+def test_events_are_delivered_signed_in_both_families(app, client, api_key, receiver, redis):
+    endpoint = _register(client, api_key, receiver.url)
+    charge = created(client, api_key)
+    _run_worker(app, redis)
+
+    assert len(receiver.received) == 2
+    by_type = {r.headers["X-Acme-Event-Type"]: r for r in receiver.received}
+    canonical = by_type["charge.created"]
+    assert _canonical_signature_ok(
+        canonical.headers["X-Acme-Signature"], canonical.body, endpoint["secret"]
+    )
+    envelope = json.loads(canonical.body)
+    assert envelope["id"].startswith("evt_") and envelope["object"] == "event"
+    assert envelope["type"] == "charge.created"
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", envelope["api_version"])
+    assert envelope["data"]["object"] == get(client, api_key, charge["id"]).get_json()
+    datetime.fromisoformat(envelope["created_at"])
+
+    legacy = by_type["payment.created"]
+    assert _legacy_signature_ok(legacy.headers["X-Acme-Signature"], legacy.body, endpoint["secret"])
+    body = json.loads(legacy.body)
+    assert body["event"] == "payment.created"
+    assert body["data"]["transactionId"] == charge["id"]
+    delivery_ids = {r.headers["X-Acme-Delivery-Id"] for r in receiver.received}
+    assert delivery_ids == {d.id for d in _deliveries(app, status="DELIVERED")}
+
+
+def test_only_subscribed_events_and_aliases_are_delivered(app, client, api_key, receiver, redis):
+    _register(client, api_key, receiver.url, events=("payment.status_changed",))
+    charge = created(client, api_key)
+    pay(client, api_key, charge["id"])
+    _run_worker(app, redis)
+    types = sorted(r.headers["X-Acme-Event-Type"] for r in receiver.received)
+    assert types == ["payment.completed", "payment.created"]
+
+
+def test_a_500_is_retried_with_backoff_and_a_2xx_is_not(app, client, api_key, receiver, redis):
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    receiver.reply(500)
+    created(client, api_key)
+    _run_worker(app, redis)
+    (delivery,) = _deliveries(app)
+    assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("PENDING", 1, 500)
+    wait = delivery.next_retry_at - delivery.last_attempt_at
+    assert timedelta(seconds=27) <= wait <= timedelta(seconds=33)
+    assert delivery.last_response_body == "nope"
+
+    assert _deliver(app, delivery.id) is None  # not due yet: nothing is sent
+    _make_due(app, delivery.id)
+    with app.app_context():
+        assert webhook_jobs.sweep_webhooks() == 1
+    (delivery,) = _deliveries(app)
+    assert (delivery.status, delivery.attempts) == ("DELIVERED", 2)
+    with app.app_context():
+        assert webhook_jobs.sweep_webhooks() == 0
+    assert len(receiver.received) == 2
+
+
+def test_retry_after_is_honoured(app, client, api_key, receiver, redis):
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    receiver.reply(429, {"Retry-After": "120"})
+    created(client, api_key)
+    _run_worker(app, redis)
+    (delivery,) = _deliveries(app)
+    assert delivery.status == "PENDING"
+    wait = delivery.next_retry_at - delivery.last_attempt_at
+    assert timedelta(seconds=120) <= wait < timedelta(seconds=122)
+
+
+def test_a_hanging_endpoint_times_out_and_is_retried(
+    app, client, api_key, receiver, redis, monkeypatch
+):
+    monkeypatch.setitem(app.config, "WEBHOOK_TIMEOUT_SECONDS", 1)
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    receiver.reply(200, delay=2)
+    created(client, api_key)
+    _run_worker(app, redis)
+    (delivery,) = _deliveries(app)
+    assert delivery.status == "PENDING"
+    assert "Timed out" in delivery.last_error and delivery.last_status_code is None
+
+
+def test_after_the_last_attempt_the_delivery_is_dead_lettered_and_owners_told(
+    app, client, account_id, api_key, receiver, redis, monkeypatch
+):
+    monkeypatch.setitem(app.config, "MAIL_BACKEND", "file")
+    monkeypatch.setitem(app.config, "WEBHOOK_FAILING_ENDPOINT_ALERT", 1)
+    factories.make_member(app, account_id)
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    for _ in range(15):
+        receiver.reply(503)
+    created(client, api_key)
+    _run_worker(app, redis)
+    (delivery,) = _deliveries(app)
+    for _ in range(14):
+        _make_due(app, delivery.id)
+        _deliver(app, delivery.id)
+    (delivery,) = _deliveries(app)
+    assert (delivery.status, delivery.attempts, delivery.next_retry_at) == ("FAILED", 15, None)
+    dead = client.get("/v1/webhooks/deliveries?status=FAILED", headers={"apikey": api_key})
+    assert dead.get_json()["total"] == 1
+    mails = list((instance_path() / "mail").glob("*.eml"))
+    assert any(b"keeps failing" in m.read_bytes() for m in mails)
+    stats = client.get("/v1/webhooks/stats", headers={"apikey": api_key}).get_json()
+    assert stats == {
+        "total": 1,
+        "PENDING": 0,
+        "PROCESSING": 0,
+        "DELIVERED": 0,
+        "FAILED": 1,
+        "CANCELLED": 0,
+    }
+
+    resent = client.post(
+        f"/v1/webhooks/deliveries/{delivery.id}/retry", headers={"apikey": api_key}
+    )
+    assert resent.status_code == 201
+    _run_worker(app, redis)
+    assert json.loads(receiver.received[-1].body)["id"] == delivery.payload["id"]
+    assert _deliveries(app, id=resent.get_json()["id"])[0].status == "DELIVERED"
+
+
+def test_bulk_recovery_resends_every_failed_delivery_since_a_time(
+    app, client, api_key, receiver, redis
+):
+    endpoint = _register(client, api_key, receiver.url, events=("charge.created",))
+    for _ in range(2):
+        created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+        db.session.execute(sa.update(WebhookDelivery).values(status="FAILED", next_retry_at=None))
+        db.session.commit()
+    since = (utcnow() - timedelta(hours=1)).isoformat()
+    response = client.post(
+        f"/v1/webhooks/endpoints/{endpoint['id']}/recover",
+        json={"since": since},
+        headers={"apikey": api_key},
+    )
+    assert response.get_json() == {"recovered": 2}
+    _run_worker(app, redis)
+    assert len(_deliveries(app, status="DELIVERED")) == 2
+
+
+def test_rotation_switches_the_secret_at_once(app, client, api_key, receiver, redis):
+    endpoint = _register(client, api_key, receiver.url, events=("charge.created",))
+    rotated = client.post(
+        f"/v1/webhooks/endpoints/{endpoint['id']}/rotate-secret",
+        json={"id": endpoint["id"]},
+        headers={"apikey": api_key},
+    ).get_json()
+    assert rotated["id"] == endpoint["id"] and HEX64.fullmatch(rotated["secret"])
+    created(client, api_key)
+    _run_worker(app, redis)
+    (request,) = receiver.received
+    signature = request.headers["X-Acme-Signature"]
+    assert _canonical_signature_ok(signature, request.body, rotated["secret"])
+    assert not _canonical_signature_ok(signature, request.body, endpoint["secret"])
+    mismatch = client.post(
+        f"/v1/webhooks/endpoints/{endpoint['id']}/rotate-secret",
+        json={"id": "another"},
+        headers={"apikey": api_key},
+    )
+    assert_error(mismatch, 400, "invalid_request_error", "invalid_request", param="id")
+
+
+def test_delete_cancels_the_deliveries_still_waiting(app, client, api_key, receiver):
+    endpoint = _register(client, api_key, receiver.url, events=("charge.created",))
+    created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+    deleted = client.delete(f"/v1/webhooks/endpoints/{endpoint['id']}", headers={"apikey": api_key})
+    assert deleted.get_json() == {"deleted": True}
+    (delivery,) = _deliveries(app)
+    assert delivery.status == "CANCELLED"
+    assert client.get("/v1/webhooks/endpoints", headers={"apikey": api_key}).get_json() == {
+        "data": []
+    }
+    assert _deliver(app, delivery.id) is None
+    assert receiver.received == []
+
+
+def test_events_written_while_redis_is_down_are_delivered_after_it_returns(
+    app, client, api_key, receiver, redis, monkeypatch
+):
+    _register(client, api_key, receiver.url, events=("charge.created",))
+
+    def redis_is_down(_name):
+        raise RedisConnectionError("Connection refused")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("app.jobs.queueing.get_queue", redis_is_down)
+        charge = created(client, api_key)
+    _run_worker(app, redis)
+    assert receiver.received == []  # nothing reached the queue
+    with app.app_context():
+        webhook_jobs.sweep_webhooks()  # rq cron's safety net, once Redis is back
+    (request,) = receiver.received
+    assert json.loads(request.body)["data"]["object"]["id"] == charge["id"]
+
+
+def test_a_delivery_is_never_sent_by_two_workers_at_once(app, client, api_key, receiver):
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+        (delivery,) = _deliveries(app)
+        first = webhooks.claim(delivery.id)
+        db.session.commit()
+        assert first is not None
+        assert webhooks.claim(delivery.id) is None
+        later = utcnow() + timedelta(minutes=2)  # the first sender died: its lease ran out
+        assert webhooks.claim(delivery.id, now=later) is not None
+        db.session.rollback()
+
+
+def test_the_delivery_log_filters_and_refuses_bad_values(app, client, api_key, receiver, redis):
+    endpoint = _register(client, api_key, receiver.url)
+    created(client, api_key)
+    _run_worker(app, redis)
+    page = client.get(
+        f"/v1/webhooks/deliveries?eventType=charge.created&endpointId={endpoint['id']}&limit=1",
+        headers={"apikey": api_key},
+    ).get_json()
+    assert (page["total"], page["limit"], page["offset"]) == (1, 1, 0)
+    (entry,) = page["data"]
+    assert entry["eventType"] == "charge.created" and entry["status"] == "DELIVERED"
+    assert entry["payload"]["type"] == "charge.created" and entry["deliveredAt"]
+    for query, param in (
+        ("?status=DONE", "status"),
+        ("?limit=101", "limit"),
+        ("?offset=-1", "offset"),
+        ("?page=2", "page"),
+    ):
+        response = client.get(f"/v1/webhooks/deliveries{query}", headers={"apikey": api_key})
+        assert_error(response, 400, "invalid_request_error", "invalid_request", param=param)
+
+
+def test_live_deliveries_recheck_the_address_before_sending(app, client, api_key, receiver):
+    """A live endpoint whose name now resolves to a private address is not called."""
+    endpoint = _register(client, api_key, receiver.url, events=("charge.created",))
+    created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+        db.session.execute(
+            sa.update(WebhookEndpoint)
+            .where(WebhookEndpoint.id == endpoint["id"])
+            .values(mode=KeyMode.LIVE, url=receiver.url.replace("http://", "https://"))
+        )
+        db.session.commit()
+    (delivery,) = _deliveries(app)
+    assert _deliver(app, delivery.id) == "PENDING"
+    (delivery,) = _deliveries(app)
+    assert "private address" in delivery.last_error
+    assert receiver.received == []
+
+
+def test_the_readme_verification_helper_accepts_real_deliveries(
+    app, client, api_key, receiver, redis
+):
+    """The snippet merchants copy from the README verifies both families, with two secrets."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    section = readme.split("## Receiving webhooks", 1)[1]
+    snippet = section.split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(snippet, namespace)  # noqa: S102 (our own documentation)
+    verify = namespace["verify"]
+    endpoint = _register(client, api_key, receiver.url)
+    created(client, api_key)
+    _run_worker(app, redis)
+    assert len(receiver.received) == 2
+    for request in receiver.received:
+        signature = request.headers["X-Acme-Signature"]
+        assert verify(request.body, signature, ["0" * 64, endpoint["secret"]])
+        assert not verify(request.body + b" ", signature, [endpoint["secret"]])
+        assert not verify(request.body, signature, ["0" * 64])

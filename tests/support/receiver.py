@@ -1,0 +1,59 @@
+"""A real HTTP server on localhost that records what webhooks deliver to it."""
+
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict
+    body: bytes
+
+
+@dataclass
+class Receiver:
+    """Answers with the next scripted reply (status, headers, delay), then 200 for ever."""
+
+    server: ThreadingHTTPServer
+    received: list[Received] = field(default_factory=list)
+    replies: list[tuple[int, dict, float]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/hooks"
+
+    def reply(self, status: int, headers: dict | None = None, delay: float = 0.0) -> None:
+        self.replies.append((status, headers or {}, delay))
+
+    def next_reply(self) -> tuple[int, dict, float]:
+        return self.replies.pop(0) if self.replies else (200, {}, 0.0)
+
+
+def start_receiver() -> Receiver:
+    receiver: Receiver
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length", 0))
+            body = self.rfile.read(length)
+            receiver.received.append(Received(self.path, dict(self.headers), body))
+            status, headers, delay = receiver.next_reply()
+            time.sleep(delay)
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(b'{"ok":true}' if status < 300 else b"nope")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    receiver = Receiver(server=server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return receiver
