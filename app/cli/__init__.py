@@ -1,4 +1,5 @@
-"""Operator commands: `flask accounts …`, `users …`, `demo seed` and `ledger check`."""
+"""Operator commands: `flask accounts …`, `users …`, `demo seed`, `ledger check` and
+`secrets reencrypt`."""
 
 import json
 from functools import wraps
@@ -10,12 +11,13 @@ from flask.cli import AppGroup
 from app.errors import ApiError
 from app.extensions import db
 from app.models import Account, KeyMode, Role
-from app.services import accounts, api_keys, demo, ledger
+from app.services import accounts, api_keys, demo, ledger, webhooks
 
 accounts_cli = AppGroup("accounts", help="Merchant accounts.")
 users_cli = AppGroup("users", help="People who log in to the dashboard.")
 demo_cli = AppGroup("demo", help="A demo merchant for trying the service.")
 ledger_cli = AppGroup("ledger", help="The double-entry ledger behind the wallets.")
+secrets_cli = AppGroup("secrets", help="Secrets kept encrypted at rest.")
 
 
 def _fail_on_api_error(func):
@@ -151,6 +153,14 @@ def check_ledger() -> None:
     click.echo("ledger ok: every wallet matches its entries and every posting sums to zero")
 
 
+@secrets_cli.command("reencrypt")
+def reencrypt_secrets() -> None:
+    """Re-encrypt webhook secrets under the first key of SECRETS_ENCRYPTION_KEYS."""
+    count = webhooks.reencrypt_secrets()
+    db.session.commit()
+    click.echo(f"re-encrypted {count} webhook secrets with the newest key")
+
+
 def register_cli(app: Flask) -> None:
-    for group in (accounts_cli, users_cli, demo_cli, ledger_cli):
+    for group in (accounts_cli, users_cli, demo_cli, ledger_cli, secrets_cli):
         app.cli.add_command(group)

@@ -401,6 +401,15 @@ def recover(account_id: str, mode: KeyMode, endpoint_id: str, since: datetime) -
     return len(failed)
 
 
+def reencrypt_secrets() -> int:
+    """Re-encrypt every endpoint secret under the newest key (after adding one in front of
+    SECRETS_ENCRYPTION_KEYS); then the old key can be removed. Returns how many."""
+    endpoints = db.session.scalars(sa.select(WebhookEndpoint)).all()
+    for endpoint in endpoints:
+        endpoint.secret_ciphertext = secrets_box.rotate(endpoint.secret_ciphertext)
+    return len(endpoints)
+
+
 def failing_endpoints(account_id: str, mode: KeyMode) -> list[WebhookEndpoint]:
     """Endpoints whose recent deliveries keep dead-lettering (shown on the dashboard)."""
     threshold = current_app.config["WEBHOOK_FAILING_ENDPOINT_ALERT"]

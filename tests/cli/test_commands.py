@@ -3,9 +3,11 @@
 import json
 
 import sqlalchemy as sa
+from cryptography.fernet import Fernet
 
 from app.extensions import db
-from app.models import Account, AuditLog, Membership, User
+from app.models import Account, AuditLog, KeyMode, Membership, User, WebhookEndpoint
+from app.services import secrets_box, webhooks
 
 
 def _run(app, *args, input=None):
@@ -175,3 +177,22 @@ def test_accounts_set_changes_contract_settings_with_an_audit_trail(app):
     assert len(trail) == 1 and trail[0].details["via"] == "cli"
     failed = app.test_cli_runner().invoke(args=["accounts", "set", "missing", "--city", "Recife"])
     assert failed.exit_code != 0 and "No account missing" in failed.output
+
+
+def test_secrets_reencrypt_moves_webhook_secrets_to_the_newest_key(app, monkeypatch):
+    """Key rotation: add a key in front, re-encrypt, drop the old key; secrets still read."""
+    old_key, new_key = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    monkeypatch.setitem(app.config, "SECRETS_ENCRYPTION_KEYS", old_key)
+    account_id = _run(app, "accounts", "create", "Loja Chaves").split("account_id=")[1].split()[0]
+    with app.app_context():
+        endpoint, secret = webhooks.create_endpoint(
+            account_id, KeyMode.TEST, "http://127.0.0.1:9/hooks", ["charge.paid"]
+        )
+        db.session.commit()
+        endpoint_id = endpoint.id
+    monkeypatch.setitem(app.config, "SECRETS_ENCRYPTION_KEYS", f"{new_key},{old_key}")
+    assert "re-encrypted 1 webhook secrets" in _run(app, "secrets", "reencrypt")
+    monkeypatch.setitem(app.config, "SECRETS_ENCRYPTION_KEYS", new_key)
+    with app.app_context():
+        stored = db.session.get(WebhookEndpoint, endpoint_id).secret_ciphertext
+        assert secrets_box.decrypt(stored) == secret
