@@ -16,6 +16,8 @@ from redis import Redis
 from rq import Queue
 from rq.cron import CronScheduler
 
+from tests.support.receiver import start_receiver
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -123,8 +125,17 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
 
 
 def _charge_is_created_checked_out_and_paid(base: str, test_key: str) -> None:
-    """The demo test key creates a Pix charge; its checkout page, QR and payment all work."""
+    """The demo test key creates a Pix charge; its checkout page, QR and payment all work,
+    and the worker process delivers the signed webhooks to a receiver."""
     headers = {"apikey": test_key}
+    receiver = start_receiver()
+    endpoint = requests.post(
+        f"{base}/v1/webhooks/endpoints",
+        json={"url": receiver.url, "events": ["charge.created", "charge.paid"]},
+        headers=headers,
+        timeout=10,
+    ).json()
+    assert endpoint["status"] == "ACTIVE", endpoint
     charge = requests.post(
         f"{base}/v1/charges",
         json={"amount": 2590, "payment_method": "pix", "description": "E2E"},
@@ -142,3 +153,7 @@ def _charge_is_created_checked_out_and_paid(base: str, test_key: str) -> None:
     assert paid["status"] == "paid"
     status = requests.get(f"{charge['checkout_url']}/status", timeout=10).json()
     assert status["status"] == "paid"
+    _wait_for(lambda: len(receiver.received) >= 2, 30, "the worker to deliver the webhooks")
+    types = sorted(r.headers["X-Acme-Event-Type"] for r in receiver.received)
+    assert types == ["charge.created", "charge.paid"]
+    receiver.server.shutdown()
