@@ -108,6 +108,9 @@ def load_settings() -> dict:
         "WEBHOOK_TIMEOUT_SECONDS": _env_int("WEBHOOK_TIMEOUT_SECONDS", 30),
         "WEBHOOK_SWEEP_SECONDS": _env_int("WEBHOOK_SWEEP_SECONDS", 15),
         "WEBHOOK_FAILING_ENDPOINT_ALERT": _env_int("WEBHOOK_FAILING_ENDPOINT_ALERT", 5),
+        "WEBHOOK_ALLOW_PRIVATE_TEST_URLS": _env_bool(
+            "WEBHOOK_ALLOW_PRIVATE_TEST_URLS", app_env in LOCAL_ENVIRONMENTS
+        ),
         "MAIL_BACKEND": os.environ.get("MAIL_BACKEND", "console"),
         "MAIL_FROM": os.environ.get("MAIL_FROM", "Acme Pay <no-reply@acmepay.example.com>"),
         "SMTP_HOST": os.environ.get("SMTP_HOST", "localhost"),

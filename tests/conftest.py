@@ -45,6 +45,7 @@ def app(database_url, redis_url, tmp_path_factory):
             "SQLALCHEMY_ENGINE_OPTIONS": engine_options(database_url),
             "REDIS_URL": redis_url,
             "PUBLIC_BASE_URL": "http://localhost",
+            "WEBHOOK_ALLOW_PRIVATE_TEST_URLS": True,  # receivers run on localhost
         }
     )
     csrf.exempt(probe.bp)

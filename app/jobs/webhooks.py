@@ -1,16 +1,12 @@
 """Webhook jobs: the relay (after every commit that recorded events), one delivery attempt,
 and the periodic sweep that catches up on anything missed and sends due retries.
 
-Each is safe to run twice or at once: the relay locks events with SKIP LOCKED, and an
-attempt runs only after its delivery was claimed under a lease.
+Each is safe to run twice or at once: the relay takes each event by a conditional UPDATE,
+and an attempt runs only after its delivery was claimed under a lease.
 """
 
-import logging
-
-from app.extensions import db
+from app.extensions import db, get_queue
 from app.services import webhooks
-
-log = logging.getLogger(__name__)
 
 
 def relay_events() -> int:
@@ -25,26 +21,32 @@ def relay_events() -> int:
 
 
 def deliver(delivery_id: str) -> str | None:
-    """One attempt: claim, send (no lock held while waiting on the endpoint), record."""
+    """One attempt: claim, commit, POST with no transaction open, record (if still ours)."""
     delivery = webhooks.claim(delivery_id)
-    db.session.commit()
     if delivery is None:
+        db.session.commit()
         return None
-    attempt = webhooks.send(delivery)
-    delivery = webhooks.record(delivery_id, attempt)
+    attempt_number = delivery.attempts
+    outgoing = webhooks.prepare(delivery)
+    db.session.commit()
+    attempt = webhooks.send(outgoing)
+    delivery = webhooks.record(delivery_id, attempt_number, attempt)
     db.session.commit()
     return str(delivery.status)
 
 
+def alert_failing_endpoint(endpoint_id: str) -> None:
+    """E-mail the owners that an endpoint keeps dead-lettering (after the commit that said so)."""
+    webhooks.alert_owners(endpoint_id)
+
+
 def sweep_webhooks() -> int:
-    """Relay events whose relay job never ran (Redis was down), then send every due retry
-    and every delivery whose sender died; one bad delivery never stops the others."""
+    """Relay events whose relay job never ran (Redis was down), then enqueue a `deliver` job
+    for every due retry and every delivery whose sender died; sending happens in those jobs
+    (one slow endpoint never holds up the sweep). Returns how many were enqueued."""
     relay_events()
     due = webhooks.due_deliveries()
+    queue = get_queue("default")
     for delivery_id in due:
-        try:
-            deliver(delivery_id)
-        except Exception:
-            db.session.rollback()
-            log.exception("webhook delivery failed; retried later", extra={"id": delivery_id})
+        queue.enqueue(deliver, delivery_id, job_timeout=webhooks.job_timeout())
     return len(due)

@@ -58,6 +58,7 @@ ALIAS_ENTRIES = tuple(
 CATALOG = CANONICAL + DISPUTES + LEGACY + ALIAS_ENTRIES
 SUBSCRIBABLE = frozenset(entry.event for entry in CATALOG)
 LEGACY_EVENTS = frozenset(entry.event for entry in LEGACY)
+DELIVERABLE_EVENTS = frozenset(entry.event for entry in CANONICAL + DISPUTES + LEGACY)
 
 
 def expand(names: list[str]) -> frozenset[str]:

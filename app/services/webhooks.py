@@ -1,12 +1,13 @@
 """Webhooks: endpoints, the outbox relay, signed delivery with retries, and the delivery log.
 
 - Endpoints belong to an account and a mode (a test key's endpoints get test-mode events).
-  Live endpoints must be `https` and resolve to public addresses only; test endpoints may be
-  `http` to any host, so merchants can test on their own machine.
-- The relay turns each new event into one delivery per subscribed ACTIVE endpoint; events
-  are locked with SKIP LOCKED, so two relays never double a delivery.
-- A delivery is claimed with a lease (a conditional UPDATE) before it is sent: never two
-  senders at once, and a sender that dies is replaced once its lease runs out.
+  Live endpoints must be `https`; every endpoint must resolve to public addresses only,
+  except test endpoints where WEBHOOK_ALLOW_PRIVATE_TEST_URLS is on (development).
+- The relay turns each new event into one delivery per subscribed ACTIVE endpoint; each event
+  is taken by a conditional UPDATE, so two relays never double a delivery.
+- A delivery is claimed with a lease (a conditional UPDATE) before it is sent, and only that
+  attempt's claimant may record its outcome; a sender that dies is replaced once its lease
+  (twice the timeout) runs out, and a late answer from it is dropped.
 - Retries back off exponentially with jitter (`RETRY_DELAYS`, about a day over 15 attempts);
   429 honours Retry-After. After the last attempt the delivery is FAILED (the dead-letter
   list) and can be resent; an endpoint that keeps dead-lettering is reported to the owners.
@@ -16,8 +17,9 @@ import ipaddress
 import random
 import secrets
 import socket
+import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
@@ -25,7 +27,7 @@ import requests
 import sqlalchemy as sa
 from flask import current_app
 
-from app.errors import InvalidRequest, NotFound
+from app.errors import Conflict, InvalidRequest, NotFound
 from app.extensions import db
 from app.formats.webhooks import body_bytes, envelope, signature
 from app.jobs.queueing import enqueue_after_commit
@@ -45,6 +47,12 @@ from app.services import event_catalog, mail, secrets_box
 
 D = DeliveryStatus
 DELIVER_JOB = "app.jobs.webhooks.deliver"
+ALERT_JOB = "app.jobs.webhooks.alert_failing_endpoint"
+INACTIVE_ERROR = "The endpoint is inactive or deleted; the delivery was abandoned."
+# IPv6 ranges that embed an IPv4 address (NAT64, 6to4, IPv4-compatible): never a destination.
+EMBEDDED_IPV4 = tuple(
+    ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "::/96")
+)
 MAX_URL_LENGTH = 2048
 MAX_RESPONSE_BODY = 2000
 LEASE_MARGIN = timedelta(seconds=30)
@@ -151,26 +159,28 @@ def delete_endpoint(account_id: str, mode: KeyMode, endpoint_id: str) -> None:
 
 
 def check_url(url: str, mode: KeyMode) -> str:
-    """Registration rules: http(s) with a host and no credentials; live mode only https to
-    public addresses."""
+    """Registration rules: http(s) with a host and no credentials; live mode only https; the
+    host must pass `destination_problem`."""
     parts = urlsplit(url.strip())
     if len(url) > MAX_URL_LENGTH or parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidRequest("url must be an http(s) address with a host.", param="url")
     if parts.username or parts.password:
         raise InvalidRequest("url must not carry credentials.", param="url")
-    if mode is KeyMode.LIVE:
-        if parts.scheme != "https":
-            raise InvalidRequest("Live endpoints must use https.", param="url")
-        problem = _private_destination(parts.hostname)
-        if problem:
-            raise InvalidRequest(problem, param="url")
+    if mode is KeyMode.LIVE and parts.scheme != "https":
+        raise InvalidRequest("Live endpoints must use https.", param="url")
+    problem = destination_problem(parts.hostname, mode)
+    if problem:
+        raise InvalidRequest(problem, param="url")
     return url.strip()
 
 
 def relay_pending(batch_size: int = 200) -> int:
     """Turn unrelayed events into deliveries (one per subscribed ACTIVE endpoint of the same
-    account and mode) and ask for each to be sent after commit; returns how many events."""
-    events = db.session.scalars(
+    account and mode) and ask for each to be sent after commit; returns how many events.
+
+    Each event is taken by a conditional UPDATE of `relayed_at`, so two relays at once (on
+    any database) never both fan it out; SKIP LOCKED keeps them off each other's batch."""
+    candidates = db.session.scalars(
         sa.select(Event)
         .where(Event.relayed_at.is_(None))
         .order_by(Event.created_at, Event.id)
@@ -178,88 +188,152 @@ def relay_pending(batch_size: int = 200) -> int:
         .with_for_update(skip_locked=True)
     ).all()
     now = utcnow()
-    for event in events:
-        for endpoint in _subscribers(event):
-            delivery = _new_delivery(endpoint, event, now)
-            db.session.add(delivery)
-            db.session.flush()
-            enqueue_after_commit(db.session(), "default", DELIVER_JOB, delivery.id)
-        event.relayed_at = now
-    return len(events)
+    for event in candidates:
+        taken = db.session.execute(
+            sa.update(Event)
+            .where(Event.id == event.id, Event.relayed_at.is_(None))
+            .values(relayed_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        if taken.rowcount == 1:
+            for endpoint in _subscribers(event):
+                _queue(_new_delivery(endpoint, event, now))
+    return len(candidates)
+
+
+def _queue(delivery: WebhookDelivery) -> WebhookDelivery:
+    db.session.add(delivery)
+    db.session.flush()
+    enqueue_after_commit(db.session(), "default", DELIVER_JOB, delivery.id)
+    return delivery
 
 
 def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | None:
     """Take a due delivery for one attempt under a lease; None if it is not due or someone
-    else holds it. The caller commits before sending."""
+    else holds it. A delivery whose claimant died after its last allowed attempt is
+    dead-lettered instead of being sent again. The caller commits before sending."""
     now = now or utcnow()
-    lease = timedelta(seconds=current_app.config["WEBHOOK_TIMEOUT_SECONDS"]) + LEASE_MARGIN
     claimed = db.session.execute(
         sa.update(WebhookDelivery)
-        .where(
-            WebhookDelivery.id == delivery_id,
-            sa.or_(
-                sa.and_(WebhookDelivery.status == D.PENDING, WebhookDelivery.next_retry_at <= now),
-                sa.and_(
-                    WebhookDelivery.status == D.PROCESSING,
-                    WebhookDelivery.lease_expires_at <= now,
-                ),
-            ),
-        )
+        .where(WebhookDelivery.id == delivery_id, _is_due(now))
         .values(
             status=D.PROCESSING,
             attempts=WebhookDelivery.attempts + 1,
-            lease_expires_at=now + lease,
+            lease_expires_at=now + _lease(),
             last_attempt_at=now,
             updated_at=now,
         )
     )
     if claimed.rowcount != 1:
         return None
-    return db.session.get(WebhookDelivery, delivery_id, populate_existing=True)
+    delivery = db.session.get(WebhookDelivery, delivery_id, populate_existing=True)
+    if delivery.attempts > delivery.max_attempts:
+        delivery.attempts = delivery.max_attempts
+        delivery.last_error = "Its last attempt never finished (the worker stopped)."
+        _dead_letter(delivery)
+        return None
+    return delivery
 
 
-def send(delivery: WebhookDelivery) -> Attempt:
-    """POST the delivery's payload, signed with the endpoint's current secret (no DB lock)."""
+def _is_due(now: datetime):
+    """PENDING and due, or PROCESSING with its claimant's lease run out (it died)."""
+    return sa.or_(
+        sa.and_(WebhookDelivery.status == D.PENDING, WebhookDelivery.next_retry_at <= now),
+        sa.and_(WebhookDelivery.status == D.PROCESSING, WebhookDelivery.lease_expires_at <= now),
+    )
+
+
+def job_timeout() -> int:
+    """RQ's limit for one `deliver` job: the lease, so RQ never kills a sender early."""
+    return int(_lease().total_seconds())
+
+
+def _lease() -> timedelta:
+    """Long enough for the slowest answer the timeout allows, twice over."""
+    return 2 * timedelta(seconds=current_app.config["WEBHOOK_TIMEOUT_SECONDS"]) + LEASE_MARGIN
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """Everything a POST needs, read before the database transaction ends."""
+
+    url: str
+    mode: KeyMode
+    active: bool
+    body: bytes
+    headers: dict
+
+
+def prepare(delivery: WebhookDelivery) -> Outgoing:
+    """The request for this attempt, signed now with the endpoint's current secret."""
     endpoint = db.session.get(WebhookEndpoint, delivery.endpoint_id)
-    if endpoint.mode is KeyMode.LIVE:
-        problem = _private_destination(urlsplit(endpoint.url).hostname or "")
-        if problem:
-            return Attempt(status_code=None, body=None, error=problem)
     body = body_bytes(delivery.payload)
     timestamp = int(utcnow().timestamp())
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        "X-Acme-Signature": signature(
-            delivery.event_type, secrets_box.decrypt(endpoint.secret_ciphertext), body, timestamp
-        ),
-        "X-Acme-Delivery-Id": delivery.id,
-        "X-Acme-Event-Type": delivery.event_type,
-    }
+    secret = secrets_box.decrypt(endpoint.secret_ciphertext)
+    return Outgoing(
+        url=endpoint.url,
+        mode=endpoint.mode,
+        active=endpoint.status is EndpointStatus.ACTIVE and endpoint.deleted_at is None,
+        body=body,
+        headers={
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "X-Acme-Signature": signature(delivery.event_type, secret, body, timestamp),
+            "X-Acme-Delivery-Id": delivery.id,
+            "X-Acme-Event-Type": delivery.event_type,
+        },
+    )
+
+
+def send(outgoing: Outgoing) -> Attempt:
+    """POST one attempt (no database transaction open): every failure becomes an Attempt."""
+    if not outgoing.active:
+        return Attempt(None, None, INACTIVE_ERROR)
+    problem = destination_problem(urlsplit(outgoing.url).hostname or "", outgoing.mode)
+    if problem:
+        return Attempt(None, None, problem)
+    timeout = current_app.config["WEBHOOK_TIMEOUT_SECONDS"]
     try:
-        answer = requests.post(
-            endpoint.url,
-            data=body,
-            headers=headers,
-            timeout=current_app.config["WEBHOOK_TIMEOUT_SECONDS"],
+        with requests.post(
+            outgoing.url,
+            data=outgoing.body,
+            headers=outgoing.headers,
+            timeout=timeout,
             allow_redirects=False,
-        )
+            stream=True,
+        ) as answer:
+            body = _read_capped(answer, time.monotonic() + timeout)
     except requests.exceptions.SSLError as error:
         return Attempt(None, None, f"TLS error: {_short(error)}")
     except requests.exceptions.Timeout:
         return Attempt(None, None, "Timed out waiting for the endpoint's answer.")
     except requests.exceptions.ConnectionError as error:
         return Attempt(None, None, f"Connection failed: {_short(error)}")
+    except requests.exceptions.RequestException as error:
+        return Attempt(None, None, f"Request failed: {_short(error)}")
     return Attempt(
         status_code=answer.status_code,
-        body=answer.text[:MAX_RESPONSE_BODY],
+        body=body,
         error=None,
         retry_after=_retry_after(answer) if answer.status_code == 429 else None,
     )
 
 
-def record(delivery_id: str, attempt: Attempt, now: datetime | None = None) -> WebhookDelivery:
-    """Write an attempt's outcome: delivered, rescheduled, or dead-lettered after the last."""
+def _read_capped(answer: requests.Response, deadline: float) -> str:
+    """At most MAX_RESPONSE_BODY bytes, and never past the deadline (a dripping endpoint)."""
+    kept = b""
+    for chunk in answer.iter_content(chunk_size=1024):
+        kept += chunk
+        if len(kept) >= MAX_RESPONSE_BODY or time.monotonic() > deadline:
+            break
+    return kept[:MAX_RESPONSE_BODY].decode("utf-8", errors="replace")
+
+
+def record(
+    delivery_id: str, attempt_number: int, attempt: Attempt, now: datetime | None = None
+) -> WebhookDelivery:
+    """Write an attempt's outcome: delivered, rescheduled, or dead-lettered after the last.
+    Only the claimant of that attempt may: a late answer from a replaced sender is dropped."""
     now = now or utcnow()
     delivery = db.session.scalar(
         sa.select(WebhookDelivery)
@@ -267,27 +341,50 @@ def record(delivery_id: str, attempt: Attempt, now: datetime | None = None) -> W
         .with_for_update()
         .execution_options(populate_existing=True)
     )
-    if delivery.status is not D.PROCESSING:  # cancelled meanwhile (endpoint deleted)
-        return delivery
-    endpoint = db.session.get(WebhookEndpoint, delivery.endpoint_id)
+    if delivery.status is not D.PROCESSING or delivery.attempts != attempt_number:
+        return delivery  # cancelled meanwhile, or claimed again after our lease ran out
     delivery.last_status_code = attempt.status_code
     delivery.last_response_body = attempt.body
     delivery.last_error = attempt.error or _http_error(attempt.status_code)
     delivery.lease_expires_at = None
     delivery.updated_at = now
-    if attempt.status_code is not None and 200 <= attempt.status_code < 300:
+    if attempt.error == INACTIVE_ERROR:
+        delivery.status = D.CANCELLED
+        delivery.next_retry_at = None
+    elif attempt.status_code is not None and 200 <= attempt.status_code < 300:
         delivery.status = D.DELIVERED
         delivery.delivered_at = now
         delivery.next_retry_at = None
-        endpoint.consecutive_dead_letters = 0
+        db.session.execute(
+            sa.update(WebhookEndpoint)
+            .where(WebhookEndpoint.id == delivery.endpoint_id)
+            .values(consecutive_dead_letters=0)
+        )
     elif delivery.attempts >= delivery.max_attempts:
-        delivery.status = D.FAILED
-        delivery.next_retry_at = None
-        _count_dead_letter(endpoint)
+        _dead_letter(delivery)
     else:
         delivery.status = D.PENDING
-        delivery.next_retry_at = now + (attempt.retry_after or retry_delay(delivery.attempts))
+        wait = attempt.retry_after
+        delivery.next_retry_at = now + (
+            wait if wait is not None else retry_delay(delivery.attempts)
+        )
     return delivery
+
+
+def _dead_letter(delivery: WebhookDelivery) -> None:
+    """FAILED for good; the endpoint's count of consecutive dead letters goes up atomically,
+    and the owners are told (after commit) when it reaches the alert threshold."""
+    delivery.status = D.FAILED
+    delivery.next_retry_at = None
+    delivery.lease_expires_at = None
+    count = db.session.execute(
+        sa.update(WebhookEndpoint)
+        .where(WebhookEndpoint.id == delivery.endpoint_id)
+        .values(consecutive_dead_letters=WebhookEndpoint.consecutive_dead_letters + 1)
+        .returning(WebhookEndpoint.consecutive_dead_letters)
+    ).scalar_one()
+    if count == current_app.config["WEBHOOK_FAILING_ENDPOINT_ALERT"]:
+        enqueue_after_commit(db.session(), "default", ALERT_JOB, delivery.endpoint_id)
 
 
 def retry_delay(attempts_made: int) -> timedelta:
@@ -301,15 +398,7 @@ def due_deliveries(now: datetime | None = None, limit: int = 500) -> list[str]:
     now = now or utcnow()
     return db.session.scalars(
         sa.select(WebhookDelivery.id)
-        .where(
-            sa.or_(
-                sa.and_(WebhookDelivery.status == D.PENDING, WebhookDelivery.next_retry_at <= now),
-                sa.and_(
-                    WebhookDelivery.status == D.PROCESSING,
-                    WebhookDelivery.lease_expires_at <= now,
-                ),
-            )
-        )
+        .where(_is_due(now))
         .order_by(WebhookDelivery.next_retry_at)
         .limit(limit)
     ).all()
@@ -374,30 +463,26 @@ def get_delivery(account_id: str, mode: KeyMode, delivery_id: str) -> WebhookDel
 def resend(account_id: str, mode: KeyMode, delivery_id: str) -> WebhookDelivery:
     """Send a past delivery again as a new delivery (same event, same `evt_` id)."""
     original = get_delivery(account_id, mode, delivery_id)
-    endpoint = get_endpoint(account_id, mode, original.endpoint_id)
-    copy = _copy_for_resend(original, endpoint, utcnow())
-    db.session.add(copy)
-    db.session.flush()
-    enqueue_after_commit(db.session(), "default", DELIVER_JOB, copy.id)
-    return copy
+    endpoint = _active_endpoint(account_id, mode, original.endpoint_id)
+    return _queue(_copy_for_resend(original, endpoint, utcnow()))
 
 
 def recover(account_id: str, mode: KeyMode, endpoint_id: str, since: datetime) -> int:
-    """Resend every dead-lettered delivery of an endpoint created at or after `since`."""
-    endpoint = get_endpoint(account_id, mode, endpoint_id)
+    """Resend every dead-lettered delivery of an endpoint created at or after `since` that
+    was not resent already (so a second click does not duplicate them)."""
+    endpoint = _active_endpoint(account_id, mode, endpoint_id)
+    resent = sa.orm.aliased(WebhookDelivery)
     failed = db.session.scalars(
         sa.select(WebhookDelivery).where(
             WebhookDelivery.endpoint_id == endpoint.id,
             WebhookDelivery.status == D.FAILED,
             WebhookDelivery.created_at >= since,
+            ~sa.exists().where(resent.resent_from_id == WebhookDelivery.id),
         )
     ).all()
     now = utcnow()
     for original in failed:
-        copy = _copy_for_resend(original, endpoint, now)
-        db.session.add(copy)
-        db.session.flush()
-        enqueue_after_commit(db.session(), "default", DELIVER_JOB, copy.id)
+        _queue(_copy_for_resend(original, endpoint, now))
     return len(failed)
 
 
@@ -414,6 +499,35 @@ def failing_endpoints(account_id: str, mode: KeyMode) -> list[WebhookEndpoint]:
     """Endpoints whose recent deliveries keep dead-lettering (shown on the dashboard)."""
     threshold = current_app.config["WEBHOOK_FAILING_ENDPOINT_ALERT"]
     return [e for e in list_endpoints(account_id, mode) if e.consecutive_dead_letters >= threshold]
+
+
+def _active_endpoint(account_id: str, mode: KeyMode, endpoint_id: str) -> WebhookEndpoint:
+    endpoint = get_endpoint(account_id, mode, endpoint_id)
+    if endpoint.status is not EndpointStatus.ACTIVE:
+        raise Conflict("The endpoint is INACTIVE; activate it first.", code="endpoint_inactive")
+    return endpoint
+
+
+def alert_owners(endpoint_id: str) -> None:
+    """E-mail the account's OWNERs and ADMINs that an endpoint keeps dead-lettering."""
+    endpoint = db.session.get(WebhookEndpoint, endpoint_id)
+    owners = db.session.scalars(
+        sa.select(User.email)
+        .join(Membership, Membership.user_id == User.id)
+        .where(
+            Membership.account_id == endpoint.account_id,
+            Membership.active.is_(True),
+            Membership.role.in_((Role.OWNER, Role.ADMIN)),
+        )
+    ).all()
+    mail.send(
+        list(owners),
+        "Acme Pay: a webhook endpoint keeps failing",
+        f"Deliveries to {endpoint.url} have failed {endpoint.consecutive_dead_letters} times in "
+        "a row after every retry. The endpoint is still ACTIVE. Check it, then resend the "
+        "failed deliveries from the dashboard or with POST "
+        f"/v1/webhooks/endpoints/{endpoint.id}/recover.",
+    )
 
 
 def _subscribers(event: Event) -> list[WebhookEndpoint]:
@@ -465,15 +579,21 @@ def _checked_events(events: list[str]) -> list[str]:
     return list(dict.fromkeys(events))
 
 
-def _private_destination(host: str) -> str | None:
-    """Why a live endpoint's host may not be called (resolves to a non-public address), or
-    None. Checked at registration and again before every live delivery."""
+def destination_problem(host: str, mode: KeyMode) -> str | None:
+    """Why an endpoint's host may not be called, or None. Live endpoints must resolve to
+    public addresses only; test endpoints too, unless WEBHOOK_ALLOW_PRIVATE_TEST_URLS (on in
+    development and testing, so a merchant's laptop can receive). Checked at registration and
+    again before every delivery, after name resolution."""
+    if mode is KeyMode.TEST and current_app.config["WEBHOOK_ALLOW_PRIVATE_TEST_URLS"]:
+        return None
     try:
         addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
     except (socket.gaierror, UnicodeError):
         return f"The host {host} cannot be resolved."
     for address in addresses:
-        if not ipaddress.ip_address(address.split("%")[0]).is_global:
+        ip = ipaddress.ip_address(address.split("%")[0])
+        embedded = ip.version == 6 and any(ip in network for network in EMBEDDED_IPV4)
+        if embedded or not ip.is_global or (ip.version == 6 and ip.ipv4_mapped):
             return f"The host {host} resolves to a private address ({address})."
     return None
 
@@ -486,6 +606,8 @@ def _retry_after(answer: requests.Response) -> timedelta | None:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
+    if when.tzinfo is None:  # "-0000" means UTC with no zone information
+        when = when.replace(tzinfo=UTC)
     return min(max(when - utcnow(), timedelta(0)), MAX_RETRY_AFTER)
 
 
@@ -497,27 +619,3 @@ def _http_error(status_code: int | None) -> str | None:
 
 def _short(error: Exception) -> str:
     return str(error)[:300]
-
-
-def _count_dead_letter(endpoint: WebhookEndpoint) -> None:
-    """Tell the account's owners once, when an endpoint reaches the alert threshold."""
-    endpoint.consecutive_dead_letters += 1
-    if endpoint.consecutive_dead_letters != current_app.config["WEBHOOK_FAILING_ENDPOINT_ALERT"]:
-        return
-    owners = db.session.scalars(
-        sa.select(User.email)
-        .join(Membership, Membership.user_id == User.id)
-        .where(
-            Membership.account_id == endpoint.account_id,
-            Membership.active.is_(True),
-            Membership.role.in_((Role.OWNER, Role.ADMIN)),
-        )
-    ).all()
-    mail.send(
-        list(owners),
-        "Acme Pay: a webhook endpoint keeps failing",
-        f"Deliveries to {endpoint.url} have failed {endpoint.consecutive_dead_letters} times in "
-        "a row after every retry. The endpoint is still ACTIVE. Check it, then resend the "
-        "failed deliveries from the dashboard or with POST "
-        f"/v1/webhooks/endpoints/{endpoint.id}/recover.",
-    )

@@ -235,7 +235,8 @@ def test_a_500_is_retried_with_backoff_and_a_2xx_is_not(app, client, api_key, re
     assert _deliver(app, delivery.id) is None  # not due yet: nothing is sent
     _make_due(app, delivery.id)
     with app.app_context():
-        assert webhook_jobs.sweep_webhooks() == 1
+        assert webhook_jobs.sweep_webhooks() == 1  # enqueued; the worker sends it
+    _run_worker(app, redis)
     (delivery,) = _deliveries(app)
     assert (delivery.status, delivery.attempts) == ("DELIVERED", 2)
     with app.app_context():
@@ -284,6 +285,7 @@ def test_after_the_last_attempt_the_delivery_is_dead_lettered_and_owners_told(
         _deliver(app, delivery.id)
     (delivery,) = _deliveries(app)
     assert (delivery.status, delivery.attempts, delivery.next_retry_at) == ("FAILED", 15, None)
+    _run_worker(app, redis)  # the owners' alert is a job enqueued after the dead letter
     dead = client.get("/v1/webhooks/deliveries?status=FAILED", headers={"apikey": api_key})
     assert dead.get_json()["total"] == 1
     mails = list((instance_path() / "mail").glob("*.eml"))
@@ -381,6 +383,7 @@ def test_events_written_while_redis_is_down_are_delivered_after_it_returns(
     assert receiver.received == []  # nothing reached the queue
     with app.app_context():
         webhook_jobs.sweep_webhooks()  # rq cron's safety net, once Redis is back
+    _run_worker(app, redis)
     (request,) = receiver.received
     assert json.loads(request.body)["data"]["object"]["id"] == charge["id"]
 
@@ -460,3 +463,134 @@ def test_the_readme_verification_helper_accepts_real_deliveries(
         assert verify(request.body, signature, ["0" * 64, endpoint["secret"]])
         assert not verify(request.body + b" ", signature, [endpoint["secret"]])
         assert not verify(request.body, signature, ["0" * 64])
+
+
+@pytest.mark.parametrize(
+    ("header", "low", "high"),
+    [
+        ("0", 0, 1),
+        ("Wed, 21 Oct 2099 07:28:00 -0000", 86_399, 86_401),
+        ("soon", 26, 34),
+    ],
+    ids=["zero", "http-date-far-future-capped", "unparseable-uses-backoff"],
+)
+def test_retry_after_forms(app, client, api_key, receiver, redis, header, low, high):
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    receiver.reply(429, {"Retry-After": header})
+    created(client, api_key)
+    _run_worker(app, redis)
+    (delivery,) = _deliveries(app)
+    wait = (delivery.next_retry_at - delivery.last_attempt_at).total_seconds()
+    assert delivery.status == "PENDING" and low <= wait <= high
+
+
+def test_a_late_answer_from_a_replaced_sender_is_dropped(app, client, api_key, receiver):
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+        (delivery,) = _deliveries(app)
+        assert webhooks.claim(delivery.id) is not None
+        db.session.commit()
+        later = utcnow() + timedelta(minutes=5)
+        assert webhooks.claim(delivery.id, now=later).attempts == 2
+        db.session.commit()
+        late = webhooks.record(delivery.id, 1, webhooks.Attempt(500, "boom", None))
+        assert (late.status, late.attempts, late.last_status_code) == ("PROCESSING", 2, None)
+        done = webhooks.record(delivery.id, 2, webhooks.Attempt(200, "ok", None))
+        assert done.status == "DELIVERED"
+        db.session.commit()
+
+
+def test_a_sender_that_died_on_the_last_attempt_is_dead_lettered_not_resent(
+    app, client, api_key, receiver
+):
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+        (delivery,) = _deliveries(app)
+        db.session.execute(
+            sa.update(WebhookDelivery)
+            .where(WebhookDelivery.id == delivery.id)
+            .values(status="PROCESSING", attempts=15, lease_expires_at=utcnow())
+        )
+        db.session.commit()
+        assert webhooks.claim(delivery.id, now=utcnow() + timedelta(seconds=1)) is None
+        db.session.commit()
+    (delivery,) = _deliveries(app)
+    assert (delivery.status, delivery.attempts) == ("FAILED", 15)
+    assert "never finished" in delivery.last_error
+    assert receiver.received == []
+
+
+def test_an_inactive_endpoint_gets_no_sends_and_no_resends(app, client, api_key, receiver, redis):
+    endpoint = _register(client, api_key, receiver.url, events=("charge.created",))
+    created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+    client.patch(
+        f"/v1/webhooks/endpoints/{endpoint['id']}",
+        json={"status": "INACTIVE"},
+        headers={"apikey": api_key},
+    )
+    _run_worker(app, redis)
+    (delivery,) = _deliveries(app)
+    assert delivery.status == "CANCELLED" and receiver.received == []
+    resend = client.post(
+        f"/v1/webhooks/deliveries/{delivery.id}/retry", headers={"apikey": api_key}
+    )
+    assert_error(resend, 409, "conflict_error", "endpoint_inactive")
+
+
+def test_recovering_twice_does_not_duplicate(app, client, api_key, receiver, redis):
+    endpoint = _register(client, api_key, receiver.url, events=("charge.created",))
+    created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+        db.session.execute(sa.update(WebhookDelivery).values(status="FAILED", next_retry_at=None))
+        db.session.commit()
+    since = (utcnow() - timedelta(hours=1)).isoformat()
+    path = f"/v1/webhooks/endpoints/{endpoint['id']}/recover"
+    for expected in (1, 0):
+        response = client.post(path, json={"since": since}, headers={"apikey": api_key})
+        assert response.get_json() == {"recovered": expected}
+
+
+def test_an_unknown_event_type_filter_is_400(client, api_key):
+    response = client.get(
+        "/v1/webhooks/deliveries?eventType=charge.exploded", headers={"apikey": api_key}
+    )
+    assert_error(response, 400, "invalid_request_error", "invalid_request", param="eventType")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://[64:ff9b::7f00:1]/hooks",
+        "https://[2002:7f00:1::]/hooks",
+        "https://[::127.0.0.1]/hooks",
+        "https://[::ffff:127.0.0.1]/hooks",
+        "https://2130706433/hooks",
+    ],
+)
+def test_addresses_that_embed_a_private_ipv4_are_refused(app, client, account_id, url):
+    live_key = factories.make_api_key(app, account_id, KeyMode.LIVE)
+    response = client.post(
+        "/v1/webhooks/endpoints",
+        json={"url": url, "events": ["charge.paid"]},
+        headers={"apikey": live_key},
+    )
+    assert_error(response, 400, "invalid_request_error", "invalid_request", param="url")
+
+
+def test_outside_development_test_endpoints_may_not_be_private(
+    app, client, api_key, receiver, monkeypatch
+):
+    monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TEST_URLS", False)
+    response = client.post(
+        "/v1/webhooks/endpoints",
+        json={"url": receiver.url, "events": ["charge.paid"]},
+        headers={"apikey": api_key},
+    )
+    assert_error(response, 400, "invalid_request_error", "invalid_request", param="url")

@@ -59,3 +59,11 @@ def test_a_fee_schedule_from_the_environment_is_checked_at_start(monkeypatch, ra
     monkeypatch.setenv("FEE_SCHEDULE", raw)
     with pytest.raises(RuntimeError, match=message):
         validate_settings(_settings(monkeypatch, APP_ENV="testing"))
+
+
+@pytest.mark.parametrize(("app_env", "allowed"), [("development", True), ("production", False)])
+def test_private_test_webhook_urls_are_allowed_only_on_a_developer_machine(
+    monkeypatch, app_env, allowed
+):
+    settings = _settings(monkeypatch, APP_ENV=app_env, SECRET_KEY="s" * 32)
+    assert settings["WEBHOOK_ALLOW_PRIVATE_TEST_URLS"] is allowed

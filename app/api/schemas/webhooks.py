@@ -4,6 +4,7 @@ import marshmallow as ma
 
 from app.api.schemas.fields import DateTimeParam, QueryArgsSchema
 from app.models import DeliveryStatus, EndpointStatus
+from app.services.event_catalog import DELIVERABLE_EVENTS
 
 DEFAULT_DELIVERY_LIMIT = 25
 MAX_DELIVERY_LIMIT = 100
@@ -80,7 +81,7 @@ class CatalogEntrySchema(ma.Schema):
 
 class DeliveryQuerySchema(QueryArgsSchema):
     status = ma.fields.String(validate=ma.validate.OneOf([s.value for s in DeliveryStatus]))
-    eventType = ma.fields.String(validate=ma.validate.Length(min=1, max=64))
+    eventType = ma.fields.String(validate=ma.validate.OneOf(sorted(DELIVERABLE_EVENTS)))
     endpointId = ma.fields.String(validate=ma.validate.Length(min=1, max=36))
     limit = ma.fields.Integer(
         load_default=DEFAULT_DELIVERY_LIMIT,
