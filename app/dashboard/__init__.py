@@ -18,6 +18,7 @@ NAV_ITEMS = (
     ("dashboard.charges_page", "Charges"),
     ("dashboard.wallets_page", "Wallets"),
     ("dashboard.payouts_page", "Payouts"),
+    ("dashboard.webhooks_page", "Webhooks"),
     ("dashboard.api_keys_page", "API keys"),
 )
 STAFF_NAV_ITEMS = (("dashboard.back_office", "Back-office"),)
@@ -38,6 +39,7 @@ def register_dashboard(app: Flask) -> None:
         overview,
         payouts,
         wallets,
+        webhooks,
     )
 
     login_manager.login_view = "dashboard.login"

@@ -6,18 +6,22 @@ from decimal import Decimal
 from flask_wtf import FlaskForm
 from wtforms import (
     BooleanField,
+    DateTimeLocalField,
     EmailField,
     HiddenField,
     IntegerField,
     PasswordField,
     SelectChoice,
     SelectField,
+    SelectMultipleField,
     StringField,
+    URLField,
 )
 from wtforms.validators import AnyOf, DataRequired, Length, Optional, StopValidation
 
+from app.models import EndpointStatus
 from app.pix.keys import PixKeyType
-from app.services import payouts
+from app.services import event_catalog, payouts
 from app.services.api_keys import MAX_LABEL_LENGTH
 from app.services.charges import MAX_DESCRIPTION
 from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
@@ -26,6 +30,13 @@ REAIS = re.compile(r"([0-9]+)(?:[.,]([0-9]+))?")
 MAX_REAIS_LENGTH = 20
 MAX_PIX_KEY_LENGTH = 77  # as on the API: the longest key, an e-mail
 MAX_REJECTION_REASON = 500  # the payout's failure_reason column
+# The catalog as the dashboard groups it (aliases are legacy names too).
+EVENT_GROUPS = (
+    ("Canonical", event_catalog.CANONICAL),
+    ("Disputes", event_catalog.DISPUTES),
+    ("Legacy", event_catalog.LEGACY + event_catalog.ALIAS_ENTRIES),
+)
+ENDPOINT_STATUSES = tuple(status.value for status in EndpointStatus)
 PIX_KEY_TYPE_LABELS = {
     PixKeyType.CPF: "CPF",
     PixKeyType.CNPJ: "CNPJ",
@@ -143,4 +154,45 @@ class PayoutRejectionForm(FlaskForm):
 
     reason = StringField(
         "Reason (optional)", validators=[Optional(), Length(max=MAX_REJECTION_REASON)]
+    )
+
+
+class WebhookEndpointForm(FlaskForm):
+    """Add a webhook endpoint. The url and event rules are the service's (`check_url`, the
+    catalog), so the form does not repeat them: a refusal is shown beside the field the
+    service names."""
+
+    url = URLField("Endpoint URL")
+    events = SelectMultipleField(
+        "Events",
+        choices=[
+            SelectChoice(entry.event, entry.event, optgroup=group)
+            for group, entries in EVENT_GROUPS
+            for entry in entries
+        ],
+        validate_choice=False,
+    )
+
+
+class WebhookEndpointEditForm(WebhookEndpointForm):
+    """Edit an endpoint: what adding asks, plus its status."""
+
+    status = SelectField(
+        "Status", choices=[SelectChoice(status, status) for status in ENDPOINT_STATUSES]
+    )
+
+
+class WebhookStatusForm(FlaskForm):
+    """The enable/disable button: the status to switch the endpoint to."""
+
+    status = HiddenField("Status", validators=[AnyOf(ENDPOINT_STATUSES)])
+
+
+class WebhookRecoverForm(FlaskForm):
+    """Resend an endpoint's failed deliveries since a time typed in São Paulo time."""
+
+    since = DateTimeLocalField(
+        "Failed since",
+        format="%Y-%m-%dT%H:%M",
+        validators=[DataRequired("Enter the date and time to recover from.")],
     )

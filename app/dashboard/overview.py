@@ -1,10 +1,12 @@
-"""The page a member lands on after signing in."""
+"""The page a member lands on after signing in, with a warning when webhook deliveries to one
+of the account's endpoints keep failing (in either mode)."""
 
 from flask import render_template
 
 from app.dashboard import bp
+from app.dashboard.charges import MODES
 from app.dashboard.session import current_membership, member_required
-from app.services import api_keys
+from app.services import api_keys, webhooks
 
 
 @bp.get("/")
@@ -17,4 +19,9 @@ def overview():
         membership=membership,
         live_keys=sum(1 for k in keys if k.mode == "live"),
         test_keys=sum(1 for k in keys if k.mode == "test"),
+        failing_webhooks={
+            name: count
+            for name, mode in MODES.items()
+            if (count := len(webhooks.failing_endpoints(membership.account_id, mode)))
+        },
     )

@@ -1,0 +1,371 @@
+"""Webhooks in the dashboard: the endpoints of a mode (add, edit, enable or disable, rotate
+the secret, delete, recover failed deliveries), the delivery log with its filters, and one
+delivery with what was sent and answered, and a resend button.
+
+Every read and write goes through `app.services.webhooks`, the functions behind
+`/v1/webhooks`, so the page obeys the API's rules. The service knows no roles (an API key
+acts for its whole account), so the role rule is kept here: managing endpoints is for OWNER
+and ADMIN, and a MEMBER who posts a form by hand gets 403. A signing secret is shown only in
+the answer to the POST that made it: never in a redirect, a flash or the session.
+"""
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC
+from functools import wraps
+from typing import TypeVar
+
+from flask import flash, g, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from flask_wtf import FlaskForm
+
+from app.dashboard import bp
+from app.dashboard.charges import MODES
+from app.dashboard.forms import (
+    ConfirmForm,
+    WebhookEndpointEditForm,
+    WebhookEndpointForm,
+    WebhookRecoverForm,
+    WebhookStatusForm,
+)
+from app.dashboard.session import current_membership, member_required
+from app.dashboard.submit_once import show_error
+from app.dashboard.wallets import mode_arg, page_arg
+from app.errors import Conflict, InvalidRequest, PermissionDenied
+from app.extensions import db
+from app.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookEndpoint
+from app.models.account import MANAGING_ROLES
+from app.services import event_catalog, webhooks
+from app.templating import DISPLAY_TIMEZONE
+
+PER_PAGE = 25
+DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
+# What a delivery can carry: aliases only name subscriptions, never an event.
+EVENT_TYPES = tuple(
+    entry.event for entry in event_catalog.CANONICAL + event_catalog.DISPUTES + event_catalog.LEGACY
+)
+EVENT_DESCRIPTIONS = {entry.event: entry.description for entry in event_catalog.CATALOG}
+FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
+Form = TypeVar("Form", bound=FlaskForm)
+
+
+@dataclass(frozen=True)
+class ShownSecret:
+    """A signing secret to show once: of a new endpoint, or a rotated one."""
+
+    endpoint: WebhookEndpoint
+    secret: str
+    new_endpoint: bool
+
+
+@dataclass(frozen=True)
+class Editing:
+    """The endpoint whose edit form the page shows, and that form (with any errors)."""
+
+    endpoint: WebhookEndpoint
+    form: WebhookEndpointEditForm
+
+
+@dataclass(frozen=True)
+class DeliveryFilters:
+    """The log's query string, so every link (mode, filters, pages) keeps the others."""
+
+    mode: str = "test"
+    status: str | None = None
+    event_type: str | None = None
+    endpoint_id: str | None = None
+    page: int = 1
+
+    def args(self, **changes) -> dict:
+        """Query-string arguments for a link to this log with `changes` applied."""
+        values = asdict(replace(self, **changes))
+        if values["page"] == 1:
+            del values["page"]
+        return {name: value for name, value in values.items() if value is not None}
+
+
+def managers_only(view: Callable) -> Callable:
+    """Managing endpoints and deliveries is for OWNER and ADMIN (after `member_required`)."""
+
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        _check_manager()
+        return view(*args, **kwargs)
+
+    return wrapper
+
+
+@bp.get("/webhooks")
+@member_required
+def webhooks_page() -> ResponseReturnValue:
+    """The mode's endpoints; `edit` (an endpoint id) opens that endpoint's edit form."""
+    mode = mode_arg()
+    editing = None
+    if request.args.get("edit"):
+        _check_manager()
+        endpoint = webhooks.get_endpoint(g.account_id, MODES[mode], request.args["edit"])
+        editing = Editing(endpoint, WebhookEndpointEditForm(formdata=None, obj=endpoint))
+    return _endpoints_page(mode, editing=editing)
+
+
+@bp.post("/webhooks")
+@member_required
+@managers_only
+def add_webhook_endpoint() -> ResponseReturnValue:
+    """Register an endpoint; its secret is in this answer only (201)."""
+    mode = mode_arg()
+    form = WebhookEndpointForm()
+    if not form.validate_on_submit():
+        return _endpoints_page(mode, add_form=form, status=400)
+    try:
+        endpoint, secret = webhooks.create_endpoint(
+            g.account_id, MODES[mode], form.url.data or "", form.events.data or []
+        )
+    except InvalidRequest as error:
+        db.session.rollback()
+        show_error(form, error, FORM_FIELD_FOR_PARAM)
+        return _endpoints_page(mode, add_form=form, status=error.status)
+    db.session.commit()
+    return _endpoints_page(mode, shown=ShownSecret(endpoint, secret, new_endpoint=True), status=201)
+
+
+@bp.post("/webhooks/<endpoint_id>")
+@member_required
+@managers_only
+def update_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
+    """Change an endpoint's url, events and status; a refusal is shown beside its field."""
+    mode = mode_arg()
+    endpoint = webhooks.get_endpoint(g.account_id, MODES[mode], endpoint_id)
+    form = WebhookEndpointEditForm()
+    if not form.validate_on_submit():
+        return _endpoints_page(mode, editing=Editing(endpoint, form), status=400)
+    changes = {
+        "url": form.url.data or "",
+        "events": form.events.data or [],
+        "status": form.status.data,
+    }
+    try:
+        webhooks.update_endpoint(g.account_id, MODES[mode], endpoint_id, changes)
+    except InvalidRequest as error:
+        db.session.rollback()  # the endpoint shows its stored values again
+        show_error(form, error, FORM_FIELD_FOR_PARAM)
+        return _endpoints_page(mode, editing=Editing(endpoint, form), status=error.status)
+    db.session.commit()
+    flash(f"Endpoint {endpoint.url} updated.", "info")
+    return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
+
+
+@bp.post("/webhooks/<endpoint_id>/status")
+@member_required
+@managers_only
+def switch_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
+    """The enable/disable button: an INACTIVE endpoint gets no new deliveries."""
+    mode = mode_arg()
+    form = _valid(WebhookStatusForm())
+    endpoint = webhooks.update_endpoint(
+        g.account_id, MODES[mode], endpoint_id, {"status": form.status.data}
+    )
+    db.session.commit()
+    if endpoint.status is EndpointStatus.ACTIVE:
+        flash(f"Endpoint {endpoint.url} enabled: new events are delivered to it.", "info")
+    else:
+        flash(f"Endpoint {endpoint.url} disabled: new events are not delivered to it.", "info")
+    return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
+
+
+@bp.post("/webhooks/<endpoint_id>/rotate")
+@member_required
+@managers_only
+def rotate_webhook_secret(endpoint_id: str) -> ResponseReturnValue:
+    """A new secret at once (no overlap window), shown in this answer only."""
+    mode = mode_arg()
+    _valid(ConfirmForm())
+    endpoint, secret = webhooks.rotate_secret(g.account_id, MODES[mode], endpoint_id)
+    db.session.commit()
+    return _endpoints_page(mode, shown=ShownSecret(endpoint, secret, new_endpoint=False))
+
+
+@bp.post("/webhooks/<endpoint_id>/delete")
+@member_required
+@managers_only
+def delete_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
+    """Delete an endpoint; its deliveries still waiting are cancelled, its log stays."""
+    mode = mode_arg()
+    _valid(ConfirmForm())
+    url = webhooks.get_endpoint(g.account_id, MODES[mode], endpoint_id).url
+    webhooks.delete_endpoint(g.account_id, MODES[mode], endpoint_id)
+    db.session.commit()
+    flash(f"Endpoint {url} deleted; deliveries still waiting for it were cancelled.", "info")
+    return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
+
+
+@bp.post("/webhooks/<endpoint_id>/recover")
+@member_required
+@managers_only
+def recover_webhook_deliveries(endpoint_id: str) -> ResponseReturnValue:
+    """Resend the endpoint's failed deliveries since a São Paulo time, then show them."""
+    mode = mode_arg()
+    form = WebhookRecoverForm()
+    if not form.validate_on_submit():
+        flash(f"{form.since.label.text}: " + " ".join(form.since.errors), "error")
+        return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
+    since = form.since.data.replace(tzinfo=DISPLAY_TIMEZONE).astimezone(UTC)
+    try:
+        count = webhooks.recover(g.account_id, MODES[mode], endpoint_id, since)
+    except Conflict as error:  # the endpoint is INACTIVE
+        flash(error.message, "error")
+        return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
+    db.session.commit()
+    flash(f"{count} {'delivery' if count == 1 else 'deliveries'} queued again.", "info")
+    return redirect(
+        url_for("dashboard.webhook_deliveries_page", mode=mode, endpoint_id=endpoint_id), 303
+    )
+
+
+@bp.get("/webhooks/deliveries")
+@member_required
+def webhook_deliveries_page() -> ResponseReturnValue:
+    """One page of the mode's delivery log, newest first, with its filters."""
+    filters = _delivery_filters()
+    mode = MODES[filters.mode]
+    endpoints = webhooks.list_endpoints(g.account_id, mode)
+    if filters.endpoint_id is not None and filters.endpoint_id not in {e.id for e in endpoints}:
+        raise InvalidRequest("endpoint_id is one of this mode's endpoints.", param="endpoint_id")
+    rows, total = webhooks.list_deliveries(
+        g.account_id,
+        mode,
+        status=filters.status,
+        event_type=filters.event_type,
+        endpoint_id=filters.endpoint_id,
+        limit=PER_PAGE,
+        offset=(filters.page - 1) * PER_PAGE,
+    )
+    return render_template(
+        "dashboard/webhook_deliveries.html",
+        filters=filters,
+        deliveries=rows,
+        total=total,
+        last_page=max(1, math.ceil(total / PER_PAGE)),
+        endpoints=endpoints,
+        endpoint_urls={e.id: e.url for e in endpoints},
+        statuses=DELIVERY_STATUSES,
+        event_types=EVENT_TYPES,
+    )
+
+
+@bp.get("/webhooks/deliveries/<delivery_id>")
+@member_required
+def webhook_delivery_page(delivery_id: str) -> ResponseReturnValue:
+    """What one delivery sent (payload, headers) and the last answer it got."""
+    mode = mode_arg()
+    delivery = webhooks.get_delivery(g.account_id, MODES[mode], delivery_id)
+    endpoints = {e.id: e for e in webhooks.list_endpoints(g.account_id, MODES[mode])}
+    return render_template(
+        "dashboard/webhook_delivery.html",
+        mode=mode,
+        delivery=delivery,
+        endpoint=endpoints.get(delivery.endpoint_id),
+        payload=json.dumps(delivery.payload, indent=2, ensure_ascii=False),
+        headers=_sent_headers(delivery),
+        signature_format=(
+            "sha256=<hex>"
+            if delivery.event_type in event_catalog.LEGACY_EVENTS
+            else "t=<unix time>,v1=<hex>"
+        ),
+        can_manage=current_membership().role in MANAGING_ROLES,
+        confirm_form=ConfirmForm(formdata=None),
+    )
+
+
+@bp.post("/webhooks/deliveries/<delivery_id>/resend")
+@member_required
+@managers_only
+def resend_webhook_delivery(delivery_id: str) -> ResponseReturnValue:
+    """Send a delivery again as a new delivery of the same event, and show that one."""
+    mode = mode_arg()
+    _valid(ConfirmForm())
+    try:
+        copy = webhooks.resend(g.account_id, MODES[mode], delivery_id)
+    except Conflict as error:  # the endpoint is INACTIVE
+        flash(error.message, "error")
+        return redirect(
+            url_for("dashboard.webhook_delivery_page", delivery_id=delivery_id, mode=mode), 303
+        )
+    db.session.commit()
+    flash("Queued again: this is the new delivery of the same event.", "info")
+    return redirect(url_for("dashboard.webhook_delivery_page", delivery_id=copy.id, mode=mode), 303)
+
+
+def _endpoints_page(
+    mode: str,
+    *,
+    add_form: WebhookEndpointForm | None = None,
+    editing: Editing | None = None,
+    shown: ShownSecret | None = None,
+    status: int = 200,
+) -> tuple[str, int]:
+    html = render_template(
+        "dashboard/webhooks.html",
+        mode=mode,
+        endpoints=webhooks.list_endpoints(g.account_id, MODES[mode]),
+        failing=webhooks.failing_endpoints(g.account_id, MODES[mode]),
+        can_manage=current_membership().role in MANAGING_ROLES,
+        add_form=add_form or WebhookEndpointForm(formdata=None),
+        editing=editing,
+        shown=shown,
+        descriptions=EVENT_DESCRIPTIONS,
+        status_form=WebhookStatusForm(formdata=None),
+        recover_form=WebhookRecoverForm(formdata=None),
+        confirm_form=ConfirmForm(formdata=None),
+    )
+    return html, status
+
+
+def _check_manager() -> None:
+    if current_membership().role not in MANAGING_ROLES:
+        raise PermissionDenied(
+            "Only an OWNER or ADMIN of the account can manage webhooks.",
+            code="WEBHOOK_ROLE_REQUIRED",
+        )
+
+
+def _valid(form: Form) -> Form:
+    """The validated button form, or 400 naming each problem."""
+    if not form.validate_on_submit():
+        problems = [
+            f"{form[name].label.text}: {message}"
+            for name, messages in form.errors.items()
+            for message in messages
+        ]
+        raise InvalidRequest("Check the form: " + "; ".join(problems or ["it was not sent"]))
+    return form
+
+
+def _delivery_filters() -> DeliveryFilters:
+    status = request.args.get("status") or None
+    if status is not None and status not in DELIVERY_STATUSES:
+        raise InvalidRequest(
+            "status is one of: " + ", ".join(DELIVERY_STATUSES) + ".", param="status"
+        )
+    event_type = request.args.get("event_type") or None
+    if event_type is not None and event_type not in EVENT_TYPES:
+        raise InvalidRequest("event_type is an event name from the catalog.", param="event_type")
+    return DeliveryFilters(
+        mode=mode_arg(),
+        status=status,
+        event_type=event_type,
+        endpoint_id=request.args.get("endpoint_id") or None,
+        page=page_arg(),
+    )
+
+
+def _sent_headers(delivery: WebhookDelivery) -> tuple[tuple[str, str], ...]:
+    """The headers every attempt sends besides the signature (see `webhooks.send`)."""
+    return (
+        ("Content-Type", "application/json"),
+        ("User-Agent", webhooks.USER_AGENT),
+        ("X-Acme-Event-Type", delivery.event_type),
+        ("X-Acme-Delivery-Id", delivery.id),
+    )
