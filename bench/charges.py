@@ -19,7 +19,7 @@ What it does, in one run on this machine:
      commit); each must answer 201 with a pending charge. All charges belong to one account,
      like one busy merchant's traffic.
    - `get`: `GET /v1/charges/<id>` on the charges made by `create`; each must answer 200.
-   None of the three routes touches Redis today; no RQ worker runs.
+   Charge creation enqueues the webhook relay job in Redis after commit; no RQ worker runs.
 4. Prints, per phase, requests, errors (any answer but the expected one, or no answer),
    elapsed time, requests/s, latency percentiles and the CPU the client itself used (in cores:
    near the machine's core count, the client is what limits the figures), then the ratios to
@@ -41,8 +41,6 @@ import math
 import os
 import platform
 import secrets
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,18 +50,30 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO
-from urllib.parse import urlsplit, urlunsplit
 
-import psycopg
-import redis
 import requests
+from common import (
+    BIN,
+    DEFAULT_ADMIN_URL,
+    DEFAULT_REDIS_URL,
+    REPO_ROOT,
+    BenchmarkError,
+    admin_url_from_env,
+    at_least,
+    base_environment,
+    create_test_account,
+    flask_cli,
+    flushed_redis,
+    free_port,
+    git_commit,
+    redacted,
+    redis_url_from_env,
+    run,
+    stop,
+    throwaway_database,
+)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BIN = REPO_ROOT / ".venv" / "bin"
-DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
 ACCOUNT_VELOCITY_LIMIT = 10_000_000
 STARTUP_TIMEOUT_SECONDS = 30
 REQUEST_TIMEOUT_SECONDS = 30
@@ -124,22 +134,6 @@ class Phase:
     expect: Check
 
 
-class BenchmarkError(Exception):
-    """The benchmark could not run or measured errors; the message says why."""
-
-
-def at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an integer not below `minimum`."""
-
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{text} is below {minimum}")
-        return value
-
-    return parse
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Pix charge creation over HTTP (gunicorn + PostgreSQL) next to /healthz.",
@@ -171,72 +165,12 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def redacted(url: str) -> str:
-    """The URL without its password."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def with_database(admin_url: str, name: str) -> str:
-    return urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
-
-
-@contextmanager
-def throwaway_database(admin_url: str) -> Iterator[str]:
-    """A fresh database for this run, dropped afterwards; yields its URL."""
-    name = f"acme_bench_{int(time.time())}_{os.getpid()}"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield with_database(admin_url, name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def app_environment(database_url: str, redis_url: str, port: int) -> dict[str, str]:
     return {
-        **os.environ,
-        "APP_ENV": "development",
-        "SECRET_KEY": secrets.token_hex(32),
-        "DATABASE_URL": database_url,
-        "REDIS_URL": redis_url,
+        **base_environment(database_url, redis_url),
         "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
         "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT": str(ACCOUNT_VELOCITY_LIMIT),
     }
-
-
-def flask_cli(env: dict[str, str], *args: str) -> str:
-    """Run `flask --app wsgi ARGS` in the repo; its stdout, or BenchmarkError with its stderr."""
-    done = subprocess.run(  # noqa: S603 (our own executable)
-        [str(BIN / "flask"), "--app", "wsgi", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise BenchmarkError(f"flask {' '.join(args)} failed:\n{done.stderr.strip()}")
-    return done.stdout
-
-
-def create_test_key(env: dict[str, str]) -> str:
-    """A test API key of a new account, parsed from `accounts create`'s `test_api_key=…` line."""
-    output = flask_cli(env, "accounts", "create", "Bench Store", "--test-key")
-    for line in output.splitlines():
-        if line.startswith("test_api_key=ak_test_"):
-            return line.removeprefix("test_api_key=")
-    raise BenchmarkError(f"No test API key in the output of accounts create:\n{output}")
 
 
 @contextmanager
@@ -280,17 +214,6 @@ def wait_until_healthy(server: subprocess.Popen, base_url: str, log: IO[str]) ->
         time.sleep(0.1)
     log.seek(0)
     raise BenchmarkError(f"gunicorn did not answer /healthz with 200:\n{log.read()[-3000:]}")
-
-
-def stop(server: subprocess.Popen) -> None:
-    """SIGTERM (graceful), then SIGKILL to gunicorn's whole process group."""
-    if server.poll() is None:
-        server.terminate()
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
 
 
 def run_phase(name: str, total: int, concurrency: int, send: Request, expect: Check) -> PhaseResult:
@@ -427,24 +350,6 @@ def ratios(results: dict[str, PhaseResult]) -> dict[str, dict[str, float]]:
     }
 
 
-def git(*args: str) -> str:
-    done = subprocess.run(  # noqa: S603 (fixed git arguments)
-        ["git", *args],  # noqa: S607 (git from PATH)
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip()
-
-
-def git_commit() -> str:
-    """The short commit; the server runs the working tree, so say when it differs."""
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    changed = git("status", "--porcelain", "--untracked-files=no")
-    return f"{commit} (+ uncommitted changes)" if changed else commit
-
-
 def configuration(args: argparse.Namespace, database_url: str, redis_url: str) -> dict:
     return {
         "commit": git_commit(),
@@ -498,17 +403,16 @@ def as_json(config: dict, results: dict[str, PhaseResult]) -> str:
 
 
 def benchmark(args: argparse.Namespace) -> None:
-    admin_url = os.environ.get("BENCH_DATABASE_ADMIN_URL", DEFAULT_ADMIN_URL)
-    redis_url = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL)
+    redis_url = redis_url_from_env()
     sizes = dict.fromkeys(DEFAULT_SIZES, args.requests) if args.requests else DEFAULT_SIZES
-    redis.Redis.from_url(redis_url).flushdb()
     with ExitStack() as stack:
-        database_url = stack.enter_context(throwaway_database(admin_url))
+        stack.enter_context(flushed_redis(redis_url))
+        database_url = stack.enter_context(throwaway_database(admin_url_from_env()))
         config = configuration(args, database_url, redis_url)
         port = free_port()
         env = app_environment(database_url, redis_url, port)
         flask_cli(env, "db", "upgrade")
-        api_key = create_test_key(env)
+        _, api_key = create_test_account(env)
         base_url = stack.enter_context(gunicorn(env, port, args.workers, args.threads))
         results = measure(base_url, api_key, sizes, args.warmup, args.concurrency)
     print(report(config, results))
@@ -520,17 +424,7 @@ def benchmark(args: argparse.Namespace) -> None:
 
 
 def main() -> int:
-    args = parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
-        benchmark(args)
-    except BenchmarkError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("benchmark interrupted; cleaned up", file=sys.stderr)
-        return 130
-    return 0
+    return run(benchmark, parse_args())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,563 @@
+"""Benchmark: webhook deliveries per second by one RQ worker process, next to a plain loop of
+HTTP POSTs to the same local receiver.
+
+Usage: `.venv/bin/python bench/webhooks.py [--deliveries 500 --warmup 20 --json]` or
+`make bench-webhooks`. Never part of the test suite.
+
+What it does, in one run on this machine:
+
+1. Creates a throwaway PostgreSQL database and flushes the benchmark's Redis DB (14 by
+   default), like bench/charges.py; migrates; creates an account with the operator CLI.
+2. Starts a receiver in its own process: a `ThreadingHTTPServer` answering 200 to every POST
+   (HTTP/1.0, so one connection per POST) and counting the POSTs and the distinct
+   `X-Acme-Delivery-Id`s; `GET /stats` tells the counts.
+3. Before any clock starts, in this process with the app (`create_app`, the run's
+   environment): registers a test-mode endpoint for `charge.created` at the receiver, records
+   warm-up + counted events in the outbox (`record_event`, committed in batches), and relays
+   them with the app's own `relay_events()`: one PENDING delivery per event, and one deliver
+   job per delivery, enqueued by the relay's after-commit hook. The event commits also enqueue
+   relay jobs; those are dropped before relaying, so the default queue holds exactly the
+   deliver jobs and the worker measures nothing else.
+4. `worker`: starts ONE `python worker.py` (the production entry point: RQ, a forked work
+   horse per job that claims, signs and POSTs, and records). The clock starts when the
+   warm-up deliveries are DELIVERED (start-up, imports, connections) and stops when all are;
+   the database is polled every 20 ms. Then checks that every delivery took one attempt and
+   that the receiver got exactly one POST per delivery.
+5. `baseline`: in this process, a plain loop of POSTs through one `requests.Session`, with a
+   body of a delivery and headers shaped like a delivery's, to the same receiver; the same
+   warm-up, then the same count, each of which must answer 200.
+6. Prints the configuration, both phases and the ratio `worker / baseline`; with `--json` also
+   one JSON object. Stops the worker and the receiver, drops the database and flushes Redis
+   at the end, also on failure, Ctrl-C or SIGTERM. Any error makes the exit status 1.
+
+The app is imported inside the functions that use it: the script runs from bench/, so the
+repository root goes on sys.path only then, and the receiver process never loads the app.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import IO, NamedTuple
+from unittest import mock
+
+import psycopg
+import requests
+import sqlalchemy as sa
+from common import (
+    BIN,
+    DEFAULT_ADMIN_URL,
+    DEFAULT_REDIS_URL,
+    REPO_ROOT,
+    STOP_TIMEOUT_SECONDS,
+    BenchmarkError,
+    admin_url_from_env,
+    at_least,
+    base_environment,
+    create_test_account,
+    flask_cli,
+    flushed_redis,
+    free_port,
+    git_commit,
+    redacted,
+    redis_url_from_env,
+    run,
+    stop,
+    throwaway_database,
+)
+
+EVENT_TYPE = "charge.created"
+EVENT_BATCH = 100
+RECEIVER_PATH = "/hooks"
+POLL_SECONDS = 0.02
+STARTUP_TIMEOUT_SECONDS = 30
+STALL_TIMEOUT_SECONDS = 60
+REQUEST_TIMEOUT_SECONDS = 30
+LOG_TAIL = 3000
+COUNTS_SQL = """
+    SELECT count(*),
+           count(*) FILTER (WHERE status = 'DELIVERED'),
+           count(*) FILTER (WHERE attempts > 1),
+           count(*) FILTER (WHERE last_error IS NOT NULL),
+           max(last_error)
+    FROM webhook_deliveries
+"""
+
+
+class DeliveryCounts(NamedTuple):
+    """The deliveries table at one moment."""
+
+    total: int
+    delivered: int
+    retried: int
+    failed_attempts: int
+    an_error: str | None
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    name: str
+    count: int
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.count / self.seconds
+
+    def figures(self) -> dict[str, float | int]:
+        return {
+            "count": self.count,
+            "seconds": round(self.seconds, 3),
+            "per_second": round(self.per_second, 1),
+        }
+
+
+@dataclass(frozen=True)
+class Measurement:
+    worker: PhaseResult
+    baseline: PhaseResult
+    worker_start_up: float
+    receiver: dict[str, int]
+    problems: list[str]
+
+    @property
+    def ratio(self) -> float:
+        return self.worker.per_second / self.baseline.per_second
+
+
+class CountingServer(ThreadingHTTPServer):
+    """Counts the POSTs it answers and the distinct X-Acme-Delivery-Id headers they carry."""
+
+    daemon_threads = True
+
+    def __init__(self, port: int) -> None:
+        super().__init__(("127.0.0.1", port), ReceiverHandler)
+        self.lock = threading.Lock()
+        self.posts = 0
+        self.delivery_ids: set[str] = set()
+
+    def count(self, delivery_id: str | None) -> None:
+        with self.lock:
+            self.posts += 1
+            if delivery_id:
+                self.delivery_ids.add(delivery_id)
+
+    def stats(self) -> dict[str, int]:
+        with self.lock:
+            return {"posts": self.posts, "delivery_ids": len(self.delivery_ids)}
+
+
+class ReceiverHandler(BaseHTTPRequestHandler):
+    """200 `{"ok":true}` to every POST, the counts to every GET."""
+
+    server: CountingServer
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.count(self.headers.get("X-Acme-Delivery-Id"))
+        self.answer(b'{"ok":true}')
+
+    def do_GET(self) -> None:
+        self.answer(json.dumps(self.server.stats()).encode())
+
+    def answer(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        """No line per request."""
+
+
+def serve_receiver(port: int) -> None:
+    """The receiver process's body: serve until terminated. Ctrl-C is the parent's to handle
+    (it stops this process on its way out)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    CountingServer(port).serve_forever()
+
+
+@contextmanager
+def receiver(port: int) -> Iterator[str]:
+    """The receiver in its own (spawned) process; yields its base URL once it answers."""
+    process = multiprocessing.get_context("spawn").Process(
+        target=serve_receiver, args=(port,), name="bench-receiver", daemon=True
+    )
+    process.start()
+    try:
+        base_url = f"http://127.0.0.1:{port}"
+        wait_until_answering(process, base_url)
+        yield base_url
+    finally:
+        process.terminate()
+        process.join(STOP_TIMEOUT_SECONDS)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def wait_until_answering(process: multiprocessing.process.BaseProcess, base_url: str) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline and process.is_alive():
+        try:
+            receiver_stats(base_url)
+            return
+        except requests.RequestException:
+            time.sleep(0.05)
+    raise BenchmarkError(f"The receiver did not answer (exit code {process.exitcode}).")
+
+
+def receiver_stats(base_url: str) -> dict[str, int]:
+    answer = requests.get(f"{base_url}/stats", timeout=REQUEST_TIMEOUT_SECONDS)
+    answer.raise_for_status()
+    return answer.json()
+
+
+@contextmanager
+def app_context(env: dict[str, str]) -> Iterator[None]:
+    """The app configured from the run's environment (so its SECRET_KEY encrypts what the
+    worker decrypts), in an app context; quiet below warnings."""
+    sys.path.insert(0, str(REPO_ROOT))
+    from app import create_app
+    from app.extensions import db
+
+    with mock.patch.dict(os.environ, env):
+        app = create_app({"LOG_LEVEL": "WARNING"})
+    with app.app_context():
+        try:
+            yield
+        finally:
+            db.engine.dispose()
+
+
+def seed_deliveries(account_id: str, receiver_url: str, total: int) -> tuple[bytes, dict[str, str]]:
+    """`total` PENDING deliveries to the receiver and exactly their deliver jobs in the queue;
+    returns a sample delivery's body and headers. Needs `app_context`."""
+    from app.extensions import db
+    from app.models import KeyMode
+    from app.services import webhooks
+
+    webhooks.create_endpoint(account_id, KeyMode.TEST, receiver_url, [EVENT_TYPE])
+    db.session.commit()
+    record_events(account_id, total)
+    relay(total)
+    return sample_request()
+
+
+def record_events(account_id: str, total: int) -> None:
+    """`total` events in the outbox, committed in batches like charges being created."""
+    from app.extensions import db
+    from app.models import KeyMode
+    from app.services.events import record_event
+
+    for start in range(0, total, EVENT_BATCH):
+        for index in range(start, min(start + EVENT_BATCH, total)):
+            charge = {"id": f"bench_{index}", "amount": 1000 + index, "status": "pending"}
+            record_event(
+                account_id,
+                KeyMode.TEST,
+                EVENT_TYPE,
+                {"object": charge},
+                subject_type="transaction",
+                subject_id=str(index),
+            )
+        db.session.commit()
+
+
+def relay(total: int) -> None:
+    """Fan the events out with the app's relay, here and now rather than in the worker. The
+    event commits enqueued relay jobs: drop them first, so the queue ends up holding only the
+    deliver jobs the relay's commits enqueue, one per delivery."""
+    from app.extensions import get_queue
+    from app.jobs.webhooks import relay_events
+    from app.services.webhooks import DELIVER_JOB
+
+    queue = get_queue("default")
+    queue.empty()
+    relayed = relay_events()
+    jobs = queue.get_jobs()
+    functions = {job.func_name for job in jobs}
+    if relayed != total or len(jobs) != total or functions != {DELIVER_JOB}:
+        raise BenchmarkError(
+            f"Expected {total} deliver jobs; relayed {relayed} events, queued {len(jobs)} "
+            f"jobs of {sorted(functions)}."
+        )
+
+
+def sample_request() -> tuple[bytes, dict[str, str]]:
+    """A delivery's body and headers as the service builds them, signed once with a throwaway
+    secret (the baseline sends these, with its own X-Acme-Delivery-Id each)."""
+    from app.extensions import db
+    from app.formats.webhooks import body_bytes, signature
+    from app.models import WebhookDelivery
+    from app.services.webhooks import USER_AGENT
+
+    delivery = db.session.scalars(sa.select(WebhookDelivery).limit(1)).one()
+    body = body_bytes(delivery.payload)
+    signed = signature(delivery.event_type, secrets.token_hex(32), body, int(time.time()))
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Acme-Signature": signed,
+        "X-Acme-Event-Type": delivery.event_type,
+    }
+    return body, headers
+
+
+def delivery_counts(conn: psycopg.Connection) -> DeliveryCounts:
+    return DeliveryCounts(*conn.execute(COUNTS_SQL).fetchone())
+
+
+def run_worker(
+    env: dict[str, str], database_url: str, warmup: int, total: int
+) -> tuple[float, float]:
+    """One `python worker.py` until all deliveries are DELIVERED; returns the seconds until the
+    first `warmup` were (start-up included) and the seconds for the next `total`."""
+    with (
+        tempfile.TemporaryFile(mode="a+") as log,
+        psycopg.connect(database_url, autocommit=True) as conn,
+    ):
+        started = time.perf_counter()
+        worker = subprocess.Popen(  # noqa: S603 (our own executable)
+            [str(BIN / "python"), "worker.py"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+        try:
+            ready = wait_for_delivered(conn, warmup, worker, log)
+            done = wait_for_delivered(conn, warmup + total, worker, log)
+        finally:
+            stop(worker)
+    return ready - started, done - ready
+
+
+def wait_for_delivered(
+    conn: psycopg.Connection, target: int, worker: subprocess.Popen, log: IO[str]
+) -> float:
+    """Poll until `target` deliveries are DELIVERED; the `perf_counter` time it was seen. Fails
+    at once on an attempt that got no 2xx, a worker that exits, or no progress for a minute."""
+    progress_at, last = time.perf_counter(), -1
+    while True:
+        counts = delivery_counts(conn)
+        now = time.perf_counter()
+        if counts.delivered >= target:
+            return now
+        if counts.failed_attempts:
+            raise BenchmarkError(
+                f"{counts.failed_attempts} delivery attempts failed, e.g.: {counts.an_error}"
+            )
+        if worker.poll() is not None:
+            raise BenchmarkError(f"The worker exited ({worker.returncode}):\n{tail(log)}")
+        if counts.delivered != last:
+            progress_at, last = now, counts.delivered
+        elif now - progress_at > STALL_TIMEOUT_SECONDS:
+            raise BenchmarkError(
+                f"No delivery for {STALL_TIMEOUT_SECONDS} s ({last} of {target}):\n{tail(log)}"
+            )
+        time.sleep(POLL_SECONDS)
+
+
+def tail(log: IO[str]) -> str:
+    log.seek(0)
+    return log.read()[-LOG_TAIL:]
+
+
+def worker_problems(counts: DeliveryCounts, stats: dict[str, int], expected: int) -> list[str]:
+    """Each delivery DELIVERED in one attempt, and exactly one POST per delivery."""
+    problems = []
+    if counts.total != expected or counts.delivered != expected:
+        problems.append(
+            f"{counts.delivered} of {counts.total} deliveries DELIVERED, not {expected}"
+        )
+    if counts.retried:
+        problems.append(f"{counts.retried} deliveries took more than one attempt")
+    if stats["posts"] != expected:
+        problems.append(f"the receiver got {stats['posts']} POSTs for {expected} deliveries")
+    if stats["delivery_ids"] != stats["posts"]:
+        duplicates = stats["posts"] - stats["delivery_ids"]
+        problems.append(f"the receiver got {duplicates} duplicate deliveries")
+    return problems
+
+
+def run_baseline(
+    url: str, body: bytes, headers: dict[str, str], warmup: int, total: int
+) -> tuple[float, int]:
+    """`warmup` then `total` POSTs in a plain loop through one session; returns the seconds of
+    the counted ones and how many answers were not 200."""
+    with requests.Session() as session:
+        post_many(session, url, body, headers, warmup)
+        started = time.perf_counter()
+        errors = post_many(session, url, body, headers, total)
+        return time.perf_counter() - started, errors
+
+
+def post_many(
+    session: requests.Session, url: str, body: bytes, headers: dict[str, str], count: int
+) -> int:
+    """POST `count` times; how many answers were not 200 (no answer at all stops the run)."""
+    errors = 0
+    for _ in range(count):
+        try:
+            answer = session.post(
+                url,
+                data=body,
+                headers={**headers, "X-Acme-Delivery-Id": str(uuid.uuid4())},
+                timeout=REQUEST_TIMEOUT_SECONDS,
+                allow_redirects=False,
+            )
+        except requests.RequestException as exc:
+            raise BenchmarkError(f"baseline POST failed: {type(exc).__name__}: {exc}") from exc
+        errors += answer.status_code != 200
+    return errors
+
+
+def measure(
+    env: dict[str, str],
+    database_url: str,
+    receiver_base: str,
+    request: tuple[bytes, dict[str, str]],
+    args: argparse.Namespace,
+) -> Measurement:
+    """The worker phase, then the baseline, with the checks of each."""
+    total = args.warmup + args.deliveries
+    start_up, worker_seconds = run_worker(env, database_url, args.warmup, args.deliveries)
+    with psycopg.connect(database_url) as conn:
+        counts = delivery_counts(conn)
+    after_worker = receiver_stats(receiver_base)
+    problems = worker_problems(counts, after_worker, total)
+    url = receiver_base + RECEIVER_PATH
+    baseline_seconds, errors = run_baseline(url, *request, args.warmup, args.deliveries)
+    baseline_posts = receiver_stats(receiver_base)["posts"] - after_worker["posts"]
+    if errors or baseline_posts != total:
+        problems.append(f"baseline: {errors} answers not 200, {baseline_posts} POSTs received")
+    return Measurement(
+        worker=PhaseResult("worker", args.deliveries, worker_seconds),
+        baseline=PhaseResult("baseline", args.deliveries, baseline_seconds),
+        worker_start_up=start_up,
+        receiver=after_worker,
+        problems=problems,
+    )
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Webhook deliveries per second by one RQ worker process (PostgreSQL, "
+        "Redis) next to a plain loop of POSTs to the same local receiver.",
+        epilog=f"Environment: BENCH_DATABASE_ADMIN_URL (default {DEFAULT_ADMIN_URL}), "
+        f"BENCH_REDIS_URL (default {DEFAULT_REDIS_URL}).",
+    )
+    parser.add_argument(
+        "--deliveries", type=at_least(1), default=500, help="counted deliveries (default 500)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=at_least(0),
+        default=20,
+        help="uncounted deliveries (and POSTs) first; 0 times the worker's start-up too "
+        "(default 20)",
+    )
+    parser.add_argument("--json", action="store_true", help="also print one JSON object")
+    return parser.parse_args()
+
+
+def configuration(
+    args: argparse.Namespace, database_url: str, redis_url: str, receiver_url: str, body: bytes
+) -> dict:
+    return {
+        "commit": git_commit(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average_before": round(os.getloadavg()[0], 2),
+        "deliveries": args.deliveries,
+        "warmup": args.warmup,
+        "event": EVENT_TYPE,
+        "body_bytes": len(body),
+        "worker": "1 process: python worker.py",
+        "receiver": receiver_url,
+        "database": redacted(database_url),
+        "redis": redacted(redis_url),
+    }
+
+
+def report(config: dict, measurement: Measurement) -> str:
+    m = measurement
+    lines = [
+        "Acme Pay benchmark: webhook deliveries by one worker process",
+        *(f"  {key:<20} {value}" for key, value in config.items()),
+        "",
+        f"{'phase':<10}{'count':>7}{'seconds':>9}{'per second':>12}",
+    ]
+    for result in (m.worker, m.baseline):
+        lines.append(
+            f"{result.name:<10}{result.count:>7}{result.seconds:>9.2f}{result.per_second:>12.1f}"
+        )
+    lines += [
+        "",
+        f"worker / baseline: {m.ratio:.3f}x (one delivery takes as long as "
+        f"{1 / m.ratio:.1f} plain POSTs)",
+        f"worker start-up and {config['warmup']} warm-up deliveries: {m.worker_start_up:.2f} s "
+        "(not counted)",
+        f"receiver: {m.receiver['posts']} delivery POSTs, {m.receiver['delivery_ids']} distinct "
+        "delivery ids",
+    ]
+    return "\n".join(lines)
+
+
+def as_json(config: dict, measurement: Measurement) -> str:
+    m = measurement
+    return json.dumps(
+        {
+            "config": config,
+            "phases": {r.name: r.figures() for r in (m.worker, m.baseline)},
+            "ratio_worker_baseline": round(m.ratio, 4),
+            "worker_start_up_s": round(m.worker_start_up, 3),
+            "receiver": m.receiver,
+            "problems": m.problems,
+        }
+    )
+
+
+def benchmark(args: argparse.Namespace) -> None:
+    redis_url = redis_url_from_env()
+    with ExitStack() as stack:
+        stack.enter_context(flushed_redis(redis_url))
+        database_url = stack.enter_context(throwaway_database(admin_url_from_env()))
+        env = base_environment(database_url, redis_url)
+        flask_cli(env, "db", "upgrade")
+        account_id, _ = create_test_account(env)
+        receiver_base = stack.enter_context(receiver(free_port()))
+        receiver_url = receiver_base + RECEIVER_PATH
+        with app_context(env):
+            body, headers = seed_deliveries(account_id, receiver_url, args.warmup + args.deliveries)
+        config = configuration(args, database_url, redis_url, receiver_url, body)
+        measurement = measure(env, database_url, receiver_base, (body, headers), args)
+    print(report(config, measurement))
+    if args.json:
+        print(as_json(config, measurement))
+    if measurement.problems:
+        raise BenchmarkError("\n".join(measurement.problems))
+
+
+def main() -> int:
+    return run(benchmark, parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
