@@ -42,10 +42,7 @@ from app.templating import DISPLAY_TIMEZONE
 
 PER_PAGE = 25
 DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
-# What a delivery can carry: aliases only name subscriptions, never an event.
-EVENT_TYPES = tuple(
-    entry.event for entry in event_catalog.CANONICAL + event_catalog.DISPUTES + event_catalog.LEGACY
-)
+EVENT_TYPES = event_catalog.DELIVERABLE
 EVENT_DESCRIPTIONS = {entry.event: entry.description for entry in event_catalog.CATALOG}
 FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
 Form = TypeVar("Form", bound=FlaskForm)

@@ -58,7 +58,8 @@ ALIAS_ENTRIES = tuple(
 CATALOG = CANONICAL + DISPUTES + LEGACY + ALIAS_ENTRIES
 SUBSCRIBABLE = frozenset(entry.event for entry in CATALOG)
 LEGACY_EVENTS = frozenset(entry.event for entry in LEGACY)
-DELIVERABLE_EVENTS = frozenset(entry.event for entry in CANONICAL + DISPUTES + LEGACY)
+DELIVERABLE = tuple(entry.event for entry in CANONICAL + DISPUTES + LEGACY)  # aliases aside
+DELIVERABLE_EVENTS = frozenset(DELIVERABLE)
 
 
 def expand(names: list[str]) -> frozenset[str]:
