@@ -7,9 +7,8 @@ in one place: a MEMBER who posts a form by hand gets 403 like on the API.
 from flask import flash, redirect, render_template, url_for
 
 from app.dashboard import bp
-from app.dashboard.forms import ApiKeyIssueForm, ConfirmForm
+from app.dashboard.forms import ApiKeyIssueForm, ConfirmForm, submitted
 from app.dashboard.session import current_membership, member_required
-from app.errors import InvalidRequest
 from app.extensions import db
 from app.models import KeyMode
 from app.services import api_keys
@@ -37,7 +36,7 @@ def api_keys_page():
 @bp.post("/api-keys")
 @member_required
 def issue_api_key():
-    form = _submitted(ApiKeyIssueForm())
+    form = submitted(ApiKeyIssueForm())
     mode = KeyMode.TEST if form.test.data else KeyMode.LIVE
     issued = api_keys.issue(current_membership(), label=form.label.data or None, mode=mode)
     db.session.commit()
@@ -47,7 +46,7 @@ def issue_api_key():
 @bp.post("/api-keys/<key_id>/rotate")
 @member_required
 def rotate_api_key(key_id: str):
-    _submitted(ConfirmForm())
+    submitted(ConfirmForm())
     issued = api_keys.rotate(current_membership(), key_id)
     db.session.commit()
     return _render(issued, 201)
@@ -56,20 +55,8 @@ def rotate_api_key(key_id: str):
 @bp.post("/api-keys/<key_id>/revoke")
 @member_required
 def revoke_api_key(key_id: str):
-    _submitted(ConfirmForm())
+    submitted(ConfirmForm())
     key = api_keys.revoke(current_membership(), key_id)
     db.session.commit()
     flash(f"Key {key.prefix}… revoked. Requests using it now get 401.", "info")
     return redirect(url_for("dashboard.api_keys_page"))
-
-
-def _submitted(form):
-    """The validated form, or 400 naming each problem."""
-    if not form.validate_on_submit():
-        problems = [
-            f"{form[name].label.text}: {message}"
-            for name, messages in form.errors.items()
-            for message in messages
-        ]
-        raise InvalidRequest("Check the form: " + "; ".join(problems or ["it was not sent"]))
-    return form

@@ -5,12 +5,13 @@ so the page shows what the API answers and the form obeys the API's rules. Filte
 the query string so a reload or a shared link shows the same page.
 """
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
+from app.dashboard.filters import QueryFilters
 from app.dashboard.forms import TestChargeForm
 from app.dashboard.session import member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
@@ -46,20 +47,15 @@ FORM_FIELD_FOR_PARAM = {
 
 
 @dataclass(frozen=True)
-class ListFilters:
+class ListFilters(QueryFilters):
     """The list's query string, so every link (mode, pages) keeps the other filters."""
+
+    OMITTED_AT_DEFAULT = ("limit",)
 
     mode: str = "test"
     status: str | None = None
     starting_after: str | None = None
     limit: int = DEFAULT_LIST_LIMIT
-
-    def args(self, **changes) -> dict:
-        """Query-string arguments for a link to this list with `changes` applied."""
-        values = asdict(replace(self, **changes))
-        if values["limit"] == DEFAULT_LIST_LIMIT:
-            del values["limit"]
-        return {name: value for name, value in values.items() if value is not None}
 
 
 @bp.get("/charges")

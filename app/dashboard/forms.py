@@ -2,6 +2,7 @@
 
 import re
 from decimal import Decimal
+from typing import TypeVar
 
 from flask_wtf import FlaskForm
 from wtforms import (
@@ -19,6 +20,7 @@ from wtforms import (
 )
 from wtforms.validators import AnyOf, DataRequired, Length, Optional, StopValidation
 
+from app.errors import InvalidRequest
 from app.models import EndpointStatus
 from app.pix.keys import PixKeyType
 from app.services import event_catalog, payouts
@@ -44,6 +46,9 @@ PIX_KEY_TYPE_LABELS = {
     PixKeyType.PHONE: "Phone (+55…)",
     PixKeyType.EVP: "Random key (EVP)",
 }
+
+
+F = TypeVar("F", bound=FlaskForm)
 
 
 class LoginForm(FlaskForm):
@@ -196,3 +201,16 @@ class WebhookRecoverForm(FlaskForm):
         format="%Y-%m-%dT%H:%M",
         validators=[DataRequired("Enter the date and time to recover from.")],
     )
+
+
+def submitted(form: F) -> F:
+    """The validated form, or 400 naming each problem (a button form that fails is almost
+    always an expired CSRF token)."""
+    if not form.validate_on_submit():
+        problems = [
+            f"{form[name].label.text}: {message}"
+            for name, messages in form.errors.items()
+            for message in messages
+        ]
+        raise InvalidRequest("Check the form: " + "; ".join(problems or ["it was not sent"]))
+    return form

@@ -8,13 +8,14 @@ a reload or a shared link shows the same page.
 """
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
 from app.dashboard.charges import MODES
+from app.dashboard.filters import QueryFilters
 from app.dashboard.forms import ConfirmForm, PixPayoutForm
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
@@ -40,19 +41,12 @@ ADDRESS_SHOWN = 6  # characters kept at each end of a crypto address
 
 
 @dataclass(frozen=True)
-class PayoutFilters:
+class PayoutFilters(QueryFilters):
     """The list's query string, so every link (mode, status, pages) keeps the others."""
 
     mode: str = "test"
     status: str | None = None
     page: int = 1
-
-    def args(self, **changes) -> dict:
-        """Query-string arguments for a link to this list with `changes` applied."""
-        values = asdict(replace(self, **changes))
-        if values["page"] == 1:
-            del values["page"]
-        return {name: value for name, value in values.items() if value is not None}
 
 
 @bp.get("/payouts")

@@ -12,32 +12,32 @@ the answer to the POST that made it: never in a redirect, a flash or the session
 import json
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC
 from functools import wraps
-from typing import TypeVar
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
-from flask_wtf import FlaskForm
 
 from app.dashboard import bp
 from app.dashboard.charges import MODES
+from app.dashboard.filters import QueryFilters
 from app.dashboard.forms import (
     ConfirmForm,
     WebhookEndpointEditForm,
     WebhookEndpointForm,
     WebhookRecoverForm,
     WebhookStatusForm,
+    submitted,
 )
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import show_error
 from app.dashboard.wallets import mode_arg, page_arg
-from app.errors import Conflict, InvalidRequest, PermissionDenied
+from app.errors import Conflict, InvalidRequest
 from app.extensions import db
 from app.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookEndpoint
 from app.models.account import MANAGING_ROLES
-from app.services import event_catalog, webhooks
+from app.services import accounts, event_catalog, webhooks
 from app.templating import DISPLAY_TIMEZONE
 
 PER_PAGE = 25
@@ -45,7 +45,6 @@ DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
 EVENT_TYPES = event_catalog.DELIVERABLE
 EVENT_DESCRIPTIONS = {entry.event: entry.description for entry in event_catalog.CATALOG}
 FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
-Form = TypeVar("Form", bound=FlaskForm)
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ class Editing:
 
 
 @dataclass(frozen=True)
-class DeliveryFilters:
+class DeliveryFilters(QueryFilters):
     """The log's query string, so every link (mode, filters, pages) keeps the others."""
 
     mode: str = "test"
@@ -74,13 +73,6 @@ class DeliveryFilters:
     event_type: str | None = None
     endpoint_id: str | None = None
     page: int = 1
-
-    def args(self, **changes) -> dict:
-        """Query-string arguments for a link to this log with `changes` applied."""
-        values = asdict(replace(self, **changes))
-        if values["page"] == 1:
-            del values["page"]
-        return {name: value for name, value in values.items() if value is not None}
 
 
 def managers_only(view: Callable) -> Callable:
@@ -160,7 +152,7 @@ def update_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
 def switch_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
     """The enable/disable button: an INACTIVE endpoint gets no new deliveries."""
     mode = mode_arg()
-    form = _valid(WebhookStatusForm())
+    form = submitted(WebhookStatusForm())
     endpoint = webhooks.update_endpoint(
         g.account_id, MODES[mode], endpoint_id, {"status": form.status.data}
     )
@@ -178,7 +170,7 @@ def switch_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
 def rotate_webhook_secret(endpoint_id: str) -> ResponseReturnValue:
     """A new secret at once (no overlap window), shown in this answer only."""
     mode = mode_arg()
-    _valid(ConfirmForm())
+    submitted(ConfirmForm())
     endpoint, secret = webhooks.rotate_secret(g.account_id, MODES[mode], endpoint_id)
     db.session.commit()
     return _endpoints_page(mode, shown=ShownSecret(endpoint, secret, new_endpoint=False))
@@ -190,7 +182,7 @@ def rotate_webhook_secret(endpoint_id: str) -> ResponseReturnValue:
 def delete_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
     """Delete an endpoint; its deliveries still waiting are cancelled, its log stays."""
     mode = mode_arg()
-    _valid(ConfirmForm())
+    submitted(ConfirmForm())
     url = webhooks.get_endpoint(g.account_id, MODES[mode], endpoint_id).url
     webhooks.delete_endpoint(g.account_id, MODES[mode], endpoint_id)
     db.session.commit()
@@ -282,7 +274,7 @@ def webhook_delivery_page(delivery_id: str) -> ResponseReturnValue:
 def resend_webhook_delivery(delivery_id: str) -> ResponseReturnValue:
     """Send a delivery again as a new delivery of the same event, and show that one."""
     mode = mode_arg()
-    _valid(ConfirmForm())
+    submitted(ConfirmForm())
     try:
         copy = webhooks.resend(g.account_id, MODES[mode], delivery_id)
     except Conflict as error:  # the endpoint is INACTIVE
@@ -321,23 +313,11 @@ def _endpoints_page(
 
 
 def _check_manager() -> None:
-    if current_membership().role not in MANAGING_ROLES:
-        raise PermissionDenied(
-            "Only an OWNER or ADMIN of the account can manage webhooks.",
-            code="WEBHOOK_ROLE_REQUIRED",
-        )
-
-
-def _valid(form: Form) -> Form:
-    """The validated button form, or 400 naming each problem."""
-    if not form.validate_on_submit():
-        problems = [
-            f"{form[name].label.text}: {message}"
-            for name, messages in form.errors.items()
-            for message in messages
-        ]
-        raise InvalidRequest("Check the form: " + "; ".join(problems or ["it was not sent"]))
-    return form
+    accounts.require_manager(
+        current_membership(),
+        "Only an OWNER or ADMIN of the account can manage webhooks.",
+        "WEBHOOK_ROLE_REQUIRED",
+    )
 
 
 def _delivery_filters() -> DeliveryFilters:

@@ -15,11 +15,11 @@ from datetime import timedelta
 import sqlalchemy as sa
 from flask import current_app
 
-from app.errors import InvalidRequest, NotFound, PermissionDenied, Unauthorized
+from app.errors import InvalidRequest, NotFound, Unauthorized
 from app.extensions import db
 from app.models import Account, ApiKey, KeyMode, Membership
 from app.models.base import utcnow
-from app.services import audit
+from app.services import accounts, audit
 
 KEY_PATTERN = re.compile(r"ak_(live|test)_[A-Za-z0-9_-]{32}")
 PREFIX_LENGTH = 12
@@ -45,10 +45,9 @@ def _new_cleartext(mode: KeyMode) -> str:
 
 def require_manager(membership: Membership) -> None:
     """Issuing, rotating and revoking keys is for OWNER and ADMIN members only."""
-    if not membership.can_manage_api_keys:
-        raise PermissionDenied(
-            "Only the account's OWNER or ADMIN may manage API keys.", code=ROLE_REQUIRED
-        )
+    accounts.require_manager(
+        membership, "Only the account's OWNER or ADMIN may manage API keys.", ROLE_REQUIRED
+    )
 
 
 def list_keys(account_id: str) -> list[ApiKey]:

@@ -14,6 +14,7 @@ payout call; a periodic sweep picks up approvals whose job never ran.
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 
@@ -33,7 +34,6 @@ from app.models import (
     WithdrawalStatus,
     WithdrawalType,
 )
-from app.models.account import MANAGING_ROLES
 from app.models.base import utcnow
 from app.pix import keys
 from app.pix.documents import strip_formatting, tax_id_kind
@@ -104,7 +104,9 @@ def request_payout(membership: Membership, new: NewPayout) -> Withdrawal:
     threshold. The account row is locked first, so concurrent requests cannot together pass
     the daily cap.
     """
-    _require_manager(membership, "request")
+    accounts.require_manager(
+        membership, "Only the account's OWNER or ADMIN may request payouts.", ROLE_REQUIRED
+    )
     account = _locked_account(membership.account_id)
     mode = KeyMode.TEST if new.test else KeyMode.LIVE
     destination = _destination(new, account)
@@ -166,7 +168,9 @@ def cancel(membership: Membership, withdrawal_id: str) -> Withdrawal:
     withdrawal = _lock(withdrawal_id)
     if withdrawal.account_id != membership.account_id:
         raise NotFound("No such withdrawal.")
-    _require_manager(membership, "cancel")
+    accounts.require_manager(
+        membership, "Only the account's OWNER or ADMIN may cancel payouts.", ROLE_REQUIRED
+    )
     if withdrawal.status is not W.PENDING:
         raise InvalidRequest(
             f"Only a PENDING withdrawal can be cancelled; this one is {withdrawal.status}.",
@@ -275,13 +279,6 @@ def pending_review(limit: int = 100) -> list[Withdrawal]:
     )
 
 
-def _require_manager(membership: Membership, action: str) -> None:
-    if not (membership.active and membership.role in MANAGING_ROLES):
-        raise PermissionDenied(
-            f"Only the account's OWNER or ADMIN may {action} payouts.", code=ROLE_REQUIRED
-        )
-
-
 def _require_pending(withdrawal: Withdrawal, action: str) -> None:
     if withdrawal.status is not W.PENDING:
         raise Conflict(
@@ -355,46 +352,55 @@ def _approve(
 
 
 def _complete(withdrawal_id: str, reference: str) -> None:
-    withdrawal = _lock(withdrawal_id)
-    if withdrawal.status is not W.PROCESSING:
-        return
-    ledger.post(
-        account_id=withdrawal.account_id,
-        mode=withdrawal.mode,
-        currency=withdrawal.currency,
-        kind=COMPLETION,
-        reference_id=withdrawal.id,
-        description=f"Payout {withdrawal.id} settled ({reference})",
-        lines=[
-            Line(LedgerAccount.PAYOUT_CLEARING, -withdrawal.amount),
-            Line(LedgerAccount.PROVIDER_CLEARING, withdrawal.amount),
+    withdrawal = _book_outcome(
+        withdrawal_id,
+        COMPLETION,
+        f"settled ({reference})",
+        lambda w: [
+            Line(LedgerAccount.PAYOUT_CLEARING, -w.amount),
+            Line(LedgerAccount.PROVIDER_CLEARING, w.amount),
         ],
     )
-    withdrawal.provider_reference = reference
-    withdrawal.completed_at = utcnow()
-    _transition(withdrawal, W.COMPLETED)
+    if withdrawal is not None:
+        withdrawal.provider_reference = reference
+        withdrawal.completed_at = utcnow()
+        _transition(withdrawal, W.COMPLETED)
 
 
 def _fail(withdrawal_id: str, reason: str) -> None:
     """The acquirer rejected it: amount + fee go back to `available` in one posting."""
+    withdrawal = _book_outcome(
+        withdrawal_id,
+        REFUND,
+        "rejected by the acquirer: refund",
+        lambda w: [
+            Line(LedgerAccount.PAYOUT_CLEARING, -w.amount),
+            Line(LedgerAccount.PLATFORM_FEES, -w.fee),
+            Line(LedgerAccount.AVAILABLE, w.amount + w.fee),
+        ],
+    )
+    if withdrawal is not None:
+        withdrawal.failure_reason = reason
+        _transition(withdrawal, W.FAILED)
+
+
+def _book_outcome(
+    withdrawal_id: str, kind: str, what: str, lines: Callable[[Withdrawal], list[Line]]
+) -> Withdrawal | None:
+    """Lock a PROCESSING payout and post its outcome; None if it is no longer processing."""
     withdrawal = _lock(withdrawal_id)
     if withdrawal.status is not W.PROCESSING:
-        return
+        return None
     ledger.post(
         account_id=withdrawal.account_id,
         mode=withdrawal.mode,
         currency=withdrawal.currency,
-        kind=REFUND,
+        kind=kind,
         reference_id=withdrawal.id,
-        description=f"Payout {withdrawal.id} rejected by the acquirer: refund",
-        lines=[
-            Line(LedgerAccount.PAYOUT_CLEARING, -withdrawal.amount),
-            Line(LedgerAccount.PLATFORM_FEES, -withdrawal.fee),
-            Line(LedgerAccount.AVAILABLE, withdrawal.amount + withdrawal.fee),
-        ],
+        description=f"Payout {withdrawal.id} {what}",
+        lines=lines(withdrawal),
     )
-    withdrawal.failure_reason = reason
-    _transition(withdrawal, W.FAILED)
+    return withdrawal
 
 
 def _transition(withdrawal: Withdrawal, to: WithdrawalStatus) -> None:
