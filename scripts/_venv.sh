@@ -24,7 +24,10 @@ create_venv() {
 ensure_venv() {
   local requirements=$1
   ensure_python
-  [ -x .venv/bin/python ] || create_venv
+  if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+    rm -rf .venv  # missing, or left half-made (no pip) by an interrupted setup
+    create_venv
+  fi
   local stamp
   stamp=".venv/.installed-$(cat requirements*.txt | sha256sum | cut -c1-16)-${requirements}"
   if [ ! -f "$stamp" ]; then
