@@ -19,12 +19,12 @@ from app.dashboard import bp
 from app.dashboard.charges import MODES
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest
-from app.services import payouts, pix_payments, releases, statements, wallets
+from app.services import payouts, releases, settlement, statements, wallets
 from app.services.statements import StatementRow
 
 CURRENCY = re.compile(r"[A-Z]{3,8}")
 KIND_LABELS = {
-    pix_payments.SETTLEMENT: "Pix received",
+    settlement.SETTLEMENT: "Payment received",
     releases.RELEASE: "Released to available",
     payouts.DEBIT: "Payout",
     payouts.REFUND: "Payout refunded",

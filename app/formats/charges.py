@@ -82,7 +82,7 @@ def _pix_fields(transaction: Transaction) -> dict | None:
     pix = {
         "br_code": transaction.pix_br_code,
         "qr_code_url": qr_code_url(transaction),
-        "expires_at": transaction.expires_at,
+        "expires_at": transaction.pix_expires_at,
     }
     if transaction.pix_txid:
         pix["txid"] = transaction.pix_txid

@@ -14,7 +14,7 @@ from app.models.ledger import (
     Wallet,
     WalletType,
 )
-from app.models.refund import Refund, RefundStatus
+from app.models.refund import Refund, RefundStatus, RefundStrategy
 from app.models.transaction import (
     Origin,
     ReceivedPix,
@@ -48,6 +48,7 @@ __all__ = [
     "ReceivedPixOutcome",
     "Refund",
     "RefundStatus",
+    "RefundStrategy",
     "RevokedToken",
     "Role",
     "SettlementRelease",

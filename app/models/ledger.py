@@ -27,6 +27,7 @@ class LedgerAccount(enum.StrEnum):
     PROVIDER_FEES = "provider_fees"
     PLATFORM_FEES = "platform_fees"
     PAYOUT_CLEARING = "payout_clearing"
+    REFUND_CLEARING = "refund_clearing"
 
 
 WALLET_BALANCES = frozenset(

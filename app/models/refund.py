@@ -23,8 +23,16 @@ class RefundStatus(enum.StrEnum):
     FAILED = "FAILED"
 
 
+class RefundStrategy(enum.StrEnum):
+    """How a Pix refund leaves: a central-bank return by end-to-end id, or a new Pix-out."""
+
+    DEVOLUTION = "devolution"
+    CASHOUT = "cashout"
+
+
 class Refund(db.Model):
     __tablename__ = "refunds"
+    __table_args__ = (sa.Index("ix_refunds_status", "status", "updated_at"),)
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"), index=True)
@@ -37,6 +45,17 @@ class Refund(db.Model):
     )
     reason: Mapped[str | None] = mapped_column(sa.String(500))
     automatic: Mapped[bool] = mapped_column(default=False)
+    method: Mapped[str | None] = mapped_column(sa.String(16))
+    strategy: Mapped[RefundStrategy | None] = mapped_column(
+        sa.Enum(RefundStrategy, native_enum=False, length=16)
+    )
+    pass_fee_to_tenant: Mapped[bool] = mapped_column(default=False)
+    destination_key: Mapped[str | None] = mapped_column(sa.String(77))
+    fee: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    provider_reference: Mapped[str | None] = mapped_column(sa.String(64))
+    failure_reason: Mapped[str | None] = mapped_column(sa.String(500))
+    submit_attempts: Mapped[int] = mapped_column(default=0)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     end_to_end_id: Mapped[str | None] = mapped_column(sa.String(32))
     return_id: Mapped[str | None] = mapped_column(sa.String(32))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -71,6 +71,7 @@ class Transaction(db.Model):
     payment_methods: Mapped[list] = mapped_column(JSONType)
     paid_with: Mapped[str | None] = mapped_column(sa.String(16))
 
+    customer_id: Mapped[str | None] = mapped_column(sa.String(128))
     customer_name: Mapped[str | None] = mapped_column(sa.String(140))
     customer_document: Mapped[str | None] = mapped_column(sa.String(32))
     customer_email: Mapped[str | None] = mapped_column(sa.String(254))
@@ -78,14 +79,31 @@ class Transaction(db.Model):
     expected_payer_tax_id: Mapped[str | None] = mapped_column(sa.String(14))
     payer_document: Mapped[str | None] = mapped_column(sa.String(32))
     metadata_: Mapped[dict] = mapped_column("metadata", JSONType, default=dict)
+    webhook_url: Mapped[str | None] = mapped_column(sa.String(2048))
 
     expires_in: Mapped[int | None]
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider: Mapped[str | None] = mapped_column(sa.String(32))
+    provider_reference: Mapped[str | None] = mapped_column(sa.String(64))
+    finalised_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     pix_txid: Mapped[str | None] = mapped_column(sa.String(35))
     pix_br_code: Mapped[str | None] = mapped_column(sa.String(512))
     pix_location_id: Mapped[str | None] = mapped_column(sa.String(32), unique=True)
+    pix_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     end_to_end_id: Mapped[str | None] = mapped_column(sa.String(32))
+
+    # Instructions of the other methods, filled when the provider finalises the transaction.
+    card_redirect_url: Mapped[str | None] = mapped_column(sa.String(2048))
+    mb_entity: Mapped[str | None] = mapped_column(sa.String(5))
+    mb_reference: Mapped[str | None] = mapped_column(sa.String(9))
+    mb_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    boleto_barcode: Mapped[str | None] = mapped_column(sa.String(44))
+    boleto_line: Mapped[str | None] = mapped_column(sa.String(47))
+    boleto_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    crypto_address: Mapped[str | None] = mapped_column(sa.String(64))
+    crypto_amount: Mapped[str | None] = mapped_column(sa.String(32))
+    crypto_network: Mapped[str | None] = mapped_column(sa.String(16))
+    crypto_currency: Mapped[str | None] = mapped_column(sa.String(8))
 
     provider_fee: Mapped[int | None] = mapped_column(sa.BigInteger)
     platform_fee: Mapped[int | None] = mapped_column(sa.BigInteger)

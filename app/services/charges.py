@@ -16,8 +16,8 @@ from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.pix.brcode import MAX_AMOUNT_LENGTH
-from app.providers import pix_provider
-from app.providers.base import PixChargeRequest, ProviderError
+from app.providers import provider_for
+from app.providers.base import PixCharge, PixChargeRequest, ProviderError
 from app.services import customers, fraud, transactions
 from app.services.transactions import AWAITING_PAYMENT
 
@@ -84,7 +84,7 @@ def create_charge(
     (422) or the velocity guard trips (403).
     """
     fields = _validated(new)
-    provider = pix_provider(mode)
+    provider = provider_for(mode)
     account = db.session.get(Account, account_id)
     now = utcnow()
     fraud.check_velocity(account_id, mode, fields["payer_document"], now)
@@ -120,12 +120,20 @@ def create_charge(
         transactions.transition(charge, TransactionStatus.REFUSED)
         return charge
     charge.provider = provider.name
-    charge.pix_txid = pix.txid
-    charge.pix_br_code = pix.br_code
-    charge.pix_location_id = pix.location_id
+    apply_pix(charge, pix)
     charge.expires_at = pix.expires_at
+    charge.finalised_at = now
     transactions.transition(charge, TransactionStatus.WAITING_PAYMENT)
     return charge
+
+
+def apply_pix(transaction: Transaction, pix: PixCharge) -> None:
+    """Keep the provider's Pix code on the transaction (its txid is the provider reference)."""
+    transaction.pix_txid = pix.txid
+    transaction.pix_br_code = pix.br_code
+    transaction.pix_location_id = pix.location_id
+    transaction.pix_expires_at = pix.expires_at
+    transaction.provider_reference = transaction.provider_reference or pix.txid
 
 
 def get_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:

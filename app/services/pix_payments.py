@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from app.errors import Conflict
 from app.extensions import db
 from app.models import (
-    LedgerAccount,
     ReceivedPix,
     ReceivedPixOutcome,
     Refund,
@@ -30,11 +29,9 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix.documents import strip_formatting
 from app.providers import provider_named
-from app.services import audit, charges, fees, ledger, releases, transactions
-from app.services.ledger import Line
+from app.services import audit, charges, settlement, transactions
 from app.services.transactions import AWAITING_PAYMENT
 
-SETTLEMENT = "charge_settlement"
 RETURN_STATUS = {
     "DEVOLVIDO": RefundStatus.REFUNDED,
     "EM_PROCESSAMENTO": RefundStatus.IN_PROGRESS,
@@ -133,6 +130,8 @@ def _outcome(charge: Transaction, pix: IncomingPix) -> ReceivedPixOutcome:
         return Outcome.RETURNED_AFTER_EXPIRY
     if charge.status not in AWAITING_PAYMENT:
         return Outcome.RETURNED_NOT_PAYABLE
+    if charge.pix_expires_at is not None and pix.received_at >= charge.pix_expires_at:
+        return Outcome.RETURNED_AFTER_EXPIRY  # its Pix code lapsed; other methods still open
     if pix.amount != charge.amount:
         return Outcome.REFUSED_AMOUNT
     if charge.expected_payer_tax_id is None:
@@ -150,31 +149,14 @@ def _document(document: str | None) -> str | None:
 
 
 def _credit(charge: Transaction, received: ReceivedPix) -> None:
-    """Settle: the net amount lands in the wallet's pending balance, fees booked apart."""
-    charge_fees = fees.charge_fees("PIX", received.amount)
-    charge.paid_with = "PIX"
-    charge.provider_fee = charge_fees.provider
-    charge.platform_fee = charge_fees.platform
     charge.end_to_end_id = received.end_to_end_id
-    charge.paid_at = received.received_at
-    net = received.amount - charge_fees.total
-    ledger.post(
-        account_id=charge.account_id,
-        mode=charge.mode,
-        currency=charge.currency,
-        kind=SETTLEMENT,
-        reference_id=charge.id,
+    settlement.credit(
+        charge,
+        method="PIX",
+        amount=received.amount,
+        paid_at=received.received_at,
         description=f"Pix {received.end_to_end_id} for charge ch_{charge.id}",
-        lines=[
-            Line(LedgerAccount.PROVIDER_CLEARING, -received.amount),
-            Line(LedgerAccount.PENDING, net),
-            Line(LedgerAccount.PROVIDER_FEES, charge_fees.provider),
-            Line(LedgerAccount.PLATFORM_FEES, charge_fees.platform),
-        ],
     )
-    wallet = ledger.locked_wallet(charge.account_id, charge.mode, charge.currency)
-    releases.schedule(wallet, charge.id, net, received.received_at)
-    transactions.transition(charge, TransactionStatus.PAID)
 
 
 def _return(charge: Transaction, received: ReceivedPix, reason: str) -> Refund:

@@ -80,7 +80,7 @@ def test_balances_and_the_statement_with_its_running_balance(client, merchant):
     assert '<dt>Pending</dt><dd class="amount">R$ 0,00</dd>' in text
     assert '<dt>Total</dt><dd class="amount">R$ 1.000,00</dd>' in text
     assert "Nothing waiting for release" in text
-    assert "Released to available" in text and "Pix received" in text
+    assert "Released to available" in text and "Payment received" in text
     assert "-R$ 1.000,00" in text  # the release leaves pending
     assert _balances_column(text) == ["R$ 1.000,00", "R$ 0,00"]  # newest first
     assert f'href="{CSV}?mode=test&amp;currency=BRL"' in response.get_data(as_text=True)

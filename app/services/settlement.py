@@ -1,0 +1,49 @@
+"""Crediting a paid transaction, whatever the method: one posting, fees booked apart.
+
+Pix settlements (`pix_payments`) and the other methods (`payments.settle`) both end here, so
+a paid transaction is credited the same way: the net amount lands in the wallet's pending
+balance, released to available on the settlement schedule (`releases`).
+"""
+
+from datetime import datetime
+
+from app.models import LedgerAccount, Transaction, TransactionStatus
+from app.services import fees, ledger, releases, transactions
+from app.services.ledger import Line
+
+SETTLEMENT = "charge_settlement"
+
+
+def credit(
+    transaction: Transaction,
+    *,
+    method: str,
+    amount: int,
+    paid_at: datetime,
+    description: str,
+    status: TransactionStatus = TransactionStatus.PAID,
+) -> None:
+    """Record the payment on the locked transaction, book it and move it to `status`."""
+    charge_fees = fees.charge_fees(method, amount)
+    transaction.paid_with = method
+    transaction.provider_fee = charge_fees.provider
+    transaction.platform_fee = charge_fees.platform
+    transaction.paid_at = paid_at
+    net = amount - charge_fees.total
+    ledger.post(
+        account_id=transaction.account_id,
+        mode=transaction.mode,
+        currency=transaction.currency,
+        kind=SETTLEMENT,
+        reference_id=transaction.id,
+        description=description,
+        lines=[
+            Line(LedgerAccount.PROVIDER_CLEARING, -amount),
+            Line(LedgerAccount.PENDING, net),
+            Line(LedgerAccount.PROVIDER_FEES, charge_fees.provider),
+            Line(LedgerAccount.PLATFORM_FEES, charge_fees.platform),
+        ],
+    )
+    wallet = ledger.locked_wallet(transaction.account_id, transaction.mode, transaction.currency)
+    releases.schedule(wallet, transaction.id, net, paid_at)
+    transactions.transition(transaction, status)
