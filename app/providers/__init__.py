@@ -8,13 +8,13 @@ from flask import current_app
 
 from app.errors import Unprocessable
 from app.models import KeyMode
-from app.providers.base import PixProvider
-from app.providers.sandbox import SandboxPixProvider
+from app.providers.base import PaymentProvider
+from app.providers.sandbox import SandboxProvider
 
 
-def pix_provider(mode: KeyMode) -> PixProvider:
+def provider_for(mode: KeyMode) -> PaymentProvider:
     if mode is KeyMode.TEST:
-        return SandboxPixProvider(current_app.config["PUBLIC_BASE_URL"])
+        return SandboxProvider(current_app.config["PUBLIC_BASE_URL"])
     raise Unprocessable(
         "No provider serves Pix in live mode for this account yet; use a test key (ak_test_) "
         "to try the sandbox.",
@@ -22,9 +22,9 @@ def pix_provider(mode: KeyMode) -> PixProvider:
     )
 
 
-def provider_named(name: str, mode: KeyMode) -> PixProvider:
+def provider_named(name: str, mode: KeyMode) -> PaymentProvider:
     """The provider that created a record, to act on it later (returns, status)."""
-    provider = pix_provider(mode)
+    provider = provider_for(mode)
     if provider.name != name:
         raise Unprocessable(f"Provider {name} is not configured.")
     return provider

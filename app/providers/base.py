@@ -52,6 +52,69 @@ class PixReturn:
 
 
 @dataclass(frozen=True)
+class PaymentRequest:
+    """Instructions wanted for one method other than Pix (Pix goes through `create_charge`)."""
+
+    reference: str
+    method: str
+    amount: int
+    currency: str
+    expires_in: int
+    customer_name: str | None = None
+    customer_email: str | None = None
+    customer_document: str | None = None
+    phone: str | None = None
+    return_url: str | None = None
+
+
+@dataclass(frozen=True)
+class PaymentInstructions:
+    """What the payer needs for one method; fields of other methods stay None."""
+
+    provider_reference: str
+    expires_at: datetime
+    card_redirect_url: str | None = None
+    mb_entity: str | None = None
+    mb_reference: str | None = None
+    boleto_barcode: str | None = None
+    boleto_line: str | None = None
+    crypto_address: str | None = None
+    crypto_amount: str | None = None
+    crypto_network: str | None = None
+    crypto_currency: str | None = None
+
+
+@dataclass(frozen=True)
+class ProviderStatus:
+    """The provider's own view of a payment: its status word and the raw answer."""
+
+    status: str
+    raw: dict
+
+
+@dataclass(frozen=True)
+class RefundRequest:
+    """A merchant refund; `reference` (our refund id) makes a retry idempotent."""
+
+    reference: str
+    method: str
+    strategy: str | None
+    amount: int
+    currency: str
+    payment_reference: str | None
+    end_to_end_id: str | None = None
+    destination_key: str | None = None
+
+
+@dataclass(frozen=True)
+class RefundState:
+    """Where a refund stands at the provider: IN_PROGRESS, REFUNDED or FAILED."""
+
+    status: str
+    failure_reason: str | None = None
+
+
+@dataclass(frozen=True)
 class PayoutRequest:
     """Money out: `destination` holds the Pix key, bank account or crypto address fields."""
 
@@ -71,8 +134,34 @@ class PayoutSent:
     reference: str
 
 
-class PixProvider(ABC):
+class PaymentProvider(ABC):
     name: str
+    refundable_methods: frozenset[str]
+
+    @abstractmethod
+    def supports(self, method: str, currency: str) -> bool:
+        """Whether this provider can take `method` payments in `currency`."""
+
+    @abstractmethod
+    def create_payment(self, request: PaymentRequest) -> PaymentInstructions:
+        """Produce the payer's instructions for a method other than Pix."""
+
+    @abstractmethod
+    def payment_status(self, method: str, provider_reference: str) -> ProviderStatus:
+        """The provider's current status of a payment, read live."""
+
+    @abstractmethod
+    def cancel_payment(self, method: str, provider_reference: str) -> None:
+        """Withdraw the instructions so the payer can no longer pay them."""
+
+    @abstractmethod
+    def refund(self, request: RefundRequest) -> str:
+        """Start a refund; returns the provider's reference to poll. Raises ProviderError
+        when it could not be started (safe to retry with the same request)."""
+
+    @abstractmethod
+    def refund_status(self, provider_reference: str) -> RefundState:
+        """Where a started refund stands."""
 
     @abstractmethod
     def create_charge(self, request: PixChargeRequest) -> PixCharge:

@@ -1,49 +1,193 @@
-"""The sandbox provider for test-mode keys: real BR Codes, no call to anything outside.
+"""The sandbox provider for test-mode keys: real, valid instructions, no call outside.
 
-It issues dynamic codes whose location is served by this service
-(`/v1/pix/locations/<id>`, answering the charge's payload). Payments are simulated with
-`POST /v1/sandbox/charges/{id}/pay` or the checkout page's button. Payouts settle at once.
-One amount fails on purpose so integrations can test the failure paths: 503,00
-(`FAILING_AMOUNT`) makes charge creation fail and payouts be rejected.
+It issues dynamic Pix codes whose location is served by this service
+(`/v1/pix/locations/<id>`, answering the charge's payload), boletos with correct FEBRABAN
+check digits, Multibanco references with SIBS check digits, a card page on this service and
+BSC deposit addresses. Payments are simulated with `POST /v1/sandbox/charges/{id}/pay`,
+`POST /v1/sandbox/payments/{id}/pay` or the checkout pages. Payouts settle at once; refunds
+complete on the next poll. One amount fails on purpose so integrations can test the failure
+paths: 503,00 (`FAILING_AMOUNT`) makes creation fail, payouts be rejected and refunds fail.
+
+It keeps no books of its own: the service's records are its state, read back by reference.
 """
 
 import hashlib
 import string
 import uuid
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, time, timedelta
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
 from app.extensions import db
 from app.formats.locations import cob_status
-from app.models import Transaction
+from app.methods import boleto, multibanco
+from app.models import Refund, Transaction
 from app.models.base import utcnow
 from app.pix import brcode
 from app.pix.identifiers import new_return_id, new_txid
 from app.providers.base import (
+    PaymentInstructions,
+    PaymentProvider,
+    PaymentRequest,
     PayoutRejected,
     PayoutRequest,
     PayoutSent,
     PixCharge,
     PixChargeRequest,
-    PixProvider,
     PixReturn,
     ProviderError,
+    ProviderStatus,
+    RefundRequest,
+    RefundState,
 )
+from app.services.business_days import SAO_PAULO, is_business_day
 
 FAILING_AMOUNT = 50_300
 SANDBOX_ISPB = "99999999"
 ALPHANUMERIC = string.ascii_letters + string.digits
 LOCATION_PATH = "/v1/pix/locations/"
+SUPPORTED = {
+    "PIX": frozenset({"BRL"}),
+    "BOLETO": frozenset({"BRL"}),
+    "CREDIT_CARD": frozenset({"BRL", "EUR", "USD"}),
+    "MBWAY": frozenset({"EUR"}),
+    "MULTIBANCO": frozenset({"EUR"}),
+    "CRYPTO": frozenset({"USDT", "USDC"}),
+}
+SANDBOX_BANK = "001"  # boletos carry a real bank code so readers accept the line
+BOLETO_DUE_BUSINESS_DAYS = 3
+MULTIBANCO_WINDOW = timedelta(days=3)
+MBWAY_WINDOW = timedelta(minutes=5)
+CRYPTO_QUOTE_WINDOW = timedelta(minutes=30)
+CRYPTO_NETWORK = "BSC"
+# Our statuses in the words a card acquirer's API would use (provider-status shows them).
+ACQUIRER_STATUS = {
+    "PENDING": "created",
+    "WAITING_PAYMENT": "pending",
+    "PROCESSING": "authorizing",
+    "PAID": "paid",
+    "APPROVED": "captured",
+    "REFUSED": "declined",
+    "CANCELLED": "canceled",
+    "EXPIRED": "expired",
+    "REFUNDED": "refunded",
+    "CHARGEBACK": "charged_back",
+    "DISPUTE": "disputed",
+}
 
 
-class SandboxPixProvider(PixProvider):
+class SandboxProvider(PaymentProvider):
     name = "sandbox"
+    refundable_methods = frozenset({"PIX", "CREDIT_CARD"})
 
     def __init__(self, public_base_url: str):
+        self.public_base_url = public_base_url.rstrip("/")
         parts = urlsplit(public_base_url)
         self.location_prefix = f"{parts.netloc}{parts.path.rstrip('/')}{LOCATION_PATH}"
+
+    def supports(self, method: str, currency: str) -> bool:
+        return currency in SUPPORTED.get(method, frozenset())
+
+    def create_payment(self, request: PaymentRequest) -> PaymentInstructions:
+        if request.amount == FAILING_AMOUNT:
+            raise ProviderError(
+                "Sandbox: the provider refused the payment (test amount 503,00).",
+                code="sandbox_refused",
+            )
+        now = utcnow()
+        reference = f"sbx_{request.method.lower()}_{request.reference.replace('-', '')}"
+        if request.method == "CREDIT_CARD":
+            return PaymentInstructions(
+                provider_reference=reference,
+                expires_at=now + timedelta(seconds=request.expires_in),
+                card_redirect_url=f"{self.public_base_url}/checkout/{request.reference}/card",
+            )
+        if request.method == "MBWAY":
+            return PaymentInstructions(provider_reference=reference, expires_at=now + MBWAY_WINDOW)
+        if request.method == "MULTIBANCO":
+            return PaymentInstructions(
+                provider_reference=reference,
+                expires_at=now + MULTIBANCO_WINDOW,
+                mb_entity=multibanco.SANDBOX_ENTITY,
+                mb_reference=multibanco.reference(
+                    multibanco.SANDBOX_ENTITY,
+                    multibanco.sandbox_reference_id(request.reference),
+                    request.amount,
+                ),
+            )
+        if request.method == "BOLETO":
+            return self._boleto(request, reference, now)
+        if request.method == "CRYPTO":
+            digest = hashlib.sha256(f"deposit:{request.reference}".encode()).hexdigest()
+            return PaymentInstructions(
+                provider_reference=reference,
+                expires_at=now + CRYPTO_QUOTE_WINDOW,
+                crypto_address="0x" + digest[:40],
+                crypto_amount=f"{request.amount // 100}.{request.amount % 100:02d}",
+                crypto_network=CRYPTO_NETWORK,
+                crypto_currency=request.currency,
+            )
+        raise ProviderError(f"Sandbox: {request.method} is not offered.", code="unsupported")
+
+    def _boleto(self, request: PaymentRequest, reference: str, now: datetime):
+        """Due in three business days; payable until the end of the due date in São Paulo."""
+        due = now.astimezone(SAO_PAULO).date()
+        remaining = BOLETO_DUE_BUSINESS_DAYS
+        while remaining:
+            due += timedelta(days=1)
+            remaining -= is_business_day(due)
+        code = boleto.barcode(
+            SANDBOX_BANK, request.amount, due, boleto.sandbox_free_field(request.reference)
+        )
+        end_of_due_date = datetime.combine(due + timedelta(days=1), time.min, tzinfo=SAO_PAULO)
+        return PaymentInstructions(
+            provider_reference=reference,
+            expires_at=end_of_due_date.astimezone(UTC),
+            boleto_barcode=code,
+            boleto_line=boleto.digitable_line(code),
+        )
+
+    def payment_status(self, method: str, provider_reference: str) -> ProviderStatus:
+        if method == "PIX":
+            status = self.charge_status(provider_reference)
+            return ProviderStatus(status=status, raw={"txid": provider_reference, "status": status})
+        transaction = db.session.scalar(
+            sa.select(Transaction).where(Transaction.provider_reference == provider_reference)
+        )
+        if transaction is None:
+            raise ProviderError("Sandbox: no payment has this reference.", code="not_found")
+        status = ACQUIRER_STATUS[transaction.status.name]
+        return ProviderStatus(
+            status=status,
+            raw={
+                "id": provider_reference,
+                "method": method,
+                "status": status,
+                "amount": transaction.amount,
+                "currency": transaction.currency,
+            },
+        )
+
+    def cancel_payment(self, method: str, provider_reference: str) -> None:
+        """Nothing to withdraw: a cancelled record is no longer payable in the sandbox."""
+
+    def refund(self, request: RefundRequest) -> str:
+        return f"sbx_rf_{request.reference.replace('-', '')}"
+
+    def refund_status(self, provider_reference: str) -> RefundState:
+        """Done on the first poll; the failing amount is refused by the payer's bank."""
+        refund = db.session.scalar(
+            sa.select(Refund).where(Refund.provider_reference == provider_reference)
+        )
+        if refund is None:
+            raise ProviderError("Sandbox: no refund has this reference.", code="not_found")
+        if refund.amount == FAILING_AMOUNT:
+            return RefundState(
+                status="FAILED",
+                failure_reason="Sandbox: the payer's bank refused the refund (test amount 503,00).",
+            )
+        return RefundState(status="REFUNDED")
 
     def create_charge(self, request: PixChargeRequest) -> PixCharge:
         if request.amount == FAILING_AMOUNT:

@@ -13,7 +13,7 @@ from app.jobs import payouts as payout_jobs
 from app.models import Event, LedgerPosting, Role, Withdrawal
 from app.models.base import utcnow
 from app.providers.base import ProviderError
-from app.providers.sandbox import FAILING_AMOUNT, SandboxPixProvider
+from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
 from app.services import ledger, payouts
 from tests.support import factories
 from tests.support.dashboard import post_form, sign_in
@@ -480,7 +480,7 @@ def test_an_unknown_provider_outcome_keeps_the_payout_processing(
         raise ProviderError("PSP unavailable", code="timeout")
 
     with monkeypatch.context() as patch:
-        patch.setattr("app.providers.sandbox.SandboxPixProvider.payout", outage)
+        patch.setattr("app.providers.sandbox.SandboxProvider.payout", outage)
         with app.app_context(), pytest.raises(ProviderError):
             payout_jobs.process_payout(payout["id"])
     body = client.get(f"/v1/withdrawals/{payout['id']}", headers=merchant.headers).get_json()
@@ -509,13 +509,13 @@ def test_two_senders_at_once_pay_a_payout_once(app, client, merchant, staff, mon
     payout = request(client, merchant).get_json()
     _approve(client, staff, payout["id"])
     calls = []
-    original = SandboxPixProvider.payout
+    original = SandboxProvider.payout
 
     def counted(self, request):
         calls.append(request.reference)
         return original(self, request)
 
-    monkeypatch.setattr(SandboxPixProvider, "payout", counted)
+    monkeypatch.setattr(SandboxProvider, "payout", counted)
 
     def process(_):
         with app.app_context():

@@ -7,7 +7,7 @@ import pytest
 from app.pix import brcode
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
 from app.providers.base import PayoutRejected, PayoutRequest, PixChargeRequest, ProviderError
-from app.providers.sandbox import FAILING_AMOUNT, SandboxPixProvider
+from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
 from tests.support import factories
 from tests.support.charges import created, pay
 
@@ -23,7 +23,7 @@ def _request(amount: int = 2_500) -> PixChargeRequest:
 
 
 def test_creates_a_dynamic_code_whose_location_this_service_serves():
-    provider = SandboxPixProvider("https://pay.acme.example/base/")
+    provider = SandboxProvider("https://pay.acme.example/base/")
     charge = provider.create_charge(_request())
     code = brcode.parse(charge.br_code)
     assert code.location == f"pay.acme.example/base/v1/pix/locations/{charge.location_id}"
@@ -36,19 +36,19 @@ def test_creates_a_dynamic_code_whose_location_this_service_serves():
 
 def test_the_failing_amount_is_a_provider_error():
     with pytest.raises(ProviderError) as failure:
-        SandboxPixProvider("http://localhost").create_charge(_request(FAILING_AMOUNT))
+        SandboxProvider("http://localhost").create_charge(_request(FAILING_AMOUNT))
     assert failure.value.code == "sandbox_refused"
 
 
 def test_a_location_too_long_for_a_br_code_is_a_provider_error():
-    provider = SandboxPixProvider("https://" + "a" * 60 + ".example")
+    provider = SandboxProvider("https://" + "a" * 60 + ".example")
     with pytest.raises(ProviderError) as failure:
         provider.create_charge(_request())
     assert failure.value.code == "invalid_brcode"
 
 
 def test_returns_carry_a_return_id():
-    provider = SandboxPixProvider("http://localhost")
+    provider = SandboxProvider("http://localhost")
     returned = provider.return_pix("E99999999202611221200abcdefghijk", 100, "refund-1")
     assert returned.return_id.startswith("D") and END_TO_END_PATTERN.fullmatch(returned.return_id)
     assert returned.status == "DEVOLVIDO"
@@ -56,7 +56,7 @@ def test_returns_carry_a_return_id():
 
 def test_payouts_settle_with_a_stable_reference_or_are_rejected():
     """The same payout id always gets the same answer, so a retry never pays twice."""
-    provider = SandboxPixProvider("http://localhost")
+    provider = SandboxProvider("http://localhost")
     at = datetime(2026, 11, 22, 12, 30, tzinfo=UTC)
     pix = PayoutRequest("w1", "PIX", 100, "BRL", {"pixKey": "a@b.co"}, at)
     first = provider.payout(pix)
@@ -75,7 +75,7 @@ def test_charge_status_reads_the_charge_in_the_api_pix_vocabulary(app, client):
     """The sandbox's books are the charge records: ATIVA, then CONCLUIDA once paid."""
     key = factories.make_api_key(app, factories.make_account(app))
     charge = created(client, key)
-    provider = SandboxPixProvider("http://localhost")
+    provider = SandboxProvider("http://localhost")
     with app.app_context():
         assert provider.charge_status(charge["pix"]["txid"]) == "ATIVA"
     pay(client, key, charge["id"])
