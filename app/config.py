@@ -21,9 +21,15 @@ LOCAL_ENVIRONMENTS = frozenset({"development", "testing"})
 MIN_IDEMPOTENCY_KEY_TTL_HOURS = 24
 FEE_PARTIES = ("provider", "platform")
 SETTLEMENT_HOLD_PATTERN = re.compile(r"D\+(\d{1,2})|(\d{1,7})s")
+PAYMENT_METHODS = ("PIX", "CREDIT_CARD", "MBWAY", "MULTIBANCO", "BOLETO", "CRYPTO")
 DEFAULT_FEE_SCHEDULE = {
     "charges": {
         "PIX": {"provider": {"fixed": 0, "bps": 20}, "platform": {"fixed": 0, "bps": 79}},
+        "CREDIT_CARD": {"provider": {"fixed": 0, "bps": 250}, "platform": {"fixed": 0, "bps": 149}},
+        "MBWAY": {"provider": {"fixed": 10, "bps": 70}, "platform": {"fixed": 0, "bps": 100}},
+        "MULTIBANCO": {"provider": {"fixed": 25, "bps": 100}, "platform": {"fixed": 0, "bps": 100}},
+        "BOLETO": {"provider": {"fixed": 200, "bps": 0}, "platform": {"fixed": 149, "bps": 0}},
+        "CRYPTO": {"provider": {"fixed": 0, "bps": 50}, "platform": {"fixed": 0, "bps": 100}},
     },
     "payouts": {
         "PIX": {"fixed": 100, "bps": 0},
@@ -96,6 +102,8 @@ def load_settings() -> dict:
         "FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER": _env_int("FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER", 5),
         "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT": _env_int("FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT", 1000),
         "CHARGE_EXPIRY_SWEEP_SECONDS": _env_int("CHARGE_EXPIRY_SWEEP_SECONDS", 10),
+        "PAYMENT_FINALISE_SWEEP_SECONDS": _env_int("PAYMENT_FINALISE_SWEEP_SECONDS", 10),
+        "REFUND_POLL_SECONDS": _env_int("REFUND_POLL_SECONDS", 30),
         "SETTLEMENT_HOLD": os.environ.get("SETTLEMENT_HOLD") or "D+1",
         "PAYOUT_TRANSACTION_CAP": _env_int("PAYOUT_TRANSACTION_CAP", 10_000_000),
         "PAYOUT_DAILY_CAP_MULTIPLIER": _env_int("PAYOUT_DAILY_CAP_MULTIPLIER", 5),
@@ -163,12 +171,14 @@ def validate_settings(config: dict) -> None:
 
 
 def validate_fee_schedule(schedule: dict) -> None:
-    """Every charge method needs a provider and a platform rule, every payout type one rule,
-    each {fixed, bps} of non-negative integers; Pix charges must be priced. So a settlement or
-    a payout never fails for want of a fee."""
+    """Every payment method needs a provider and a platform rule, every payout type one rule,
+    each {fixed, bps} of non-negative integers. So a settlement or a payout never fails for
+    want of a fee."""
     methods = schedule.get("charges") if isinstance(schedule, dict) else None
-    if not isinstance(methods, dict) or "PIX" not in methods:
-        raise RuntimeError("FEE_SCHEDULE needs charges.PIX (provider and platform rules).")
+    missing = [m for m in PAYMENT_METHODS if not isinstance(methods, dict) or m not in methods]
+    if missing:
+        names = ", ".join(f"charges.{method}" for method in missing)
+        raise RuntimeError(f"FEE_SCHEDULE needs {names} (provider and platform rules).")
     for method, rules in methods.items():
         for party in FEE_PARTIES:
             _check_fee_rule(

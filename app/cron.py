@@ -6,7 +6,7 @@ The scheduler only enqueues; the jobs run in the RQ workers (`python worker.py`)
 from rq import cron
 
 from app.config import load_settings
-from app.jobs import charges, maintenance, payouts, wallets, webhooks
+from app.jobs import charges, maintenance, payments, payouts, refunds, wallets, webhooks
 
 PERIODIC_QUEUE = "periodic"
 settings = load_settings()
@@ -23,3 +23,7 @@ cron.register(
 )
 cron.register(payouts.sweep_payouts, PERIODIC_QUEUE, interval=settings["PAYOUT_SWEEP_SECONDS"])
 cron.register(webhooks.sweep_webhooks, PERIODIC_QUEUE, interval=settings["WEBHOOK_SWEEP_SECONDS"])
+cron.register(
+    payments.sweep_payments, PERIODIC_QUEUE, interval=settings["PAYMENT_FINALISE_SWEEP_SECONDS"]
+)
+cron.register(refunds.poll_refunds, PERIODIC_QUEUE, interval=settings["REFUND_POLL_SECONDS"])

@@ -2,7 +2,18 @@
 
 from flask import Flask
 
-from app.api import api_keys, auth, charges, docs, health, pix_keys, wallets, webhooks, withdrawals
+from app.api import (
+    api_keys,
+    auth,
+    charges,
+    docs,
+    health,
+    payments,
+    pix_keys,
+    wallets,
+    webhooks,
+    withdrawals,
+)
 from app.api.security import SECURITY_SCHEMES
 from app.extensions import api, csrf
 
@@ -13,6 +24,8 @@ RESOURCE_BLUEPRINTS = (
     charges.blp,
     charges.pix_blp,
     charges.sandbox_blp,
+    payments.blp,
+    payments.sandbox_payments_blp,
     wallets.blp,
     pix_keys.blp,
     withdrawals.blp,

@@ -58,7 +58,7 @@ def charge_fields(transaction: Transaction) -> dict:
         "amount": transaction.amount,
         "currency": transaction.currency,
         "status": PUBLIC_STATUS[transaction.status],
-        "payment_method": "pix",
+        "payment_method": (transaction.paid_with or transaction.payment_methods[0]).lower(),
         "customer": {
             "name": transaction.customer_name,
             "document": transaction.customer_document,
@@ -119,7 +119,9 @@ class ChargeSchema(ma.Schema):
     amount = ma.fields.Integer()
     currency = ma.fields.String()
     status = ma.fields.String(metadata={"enum": list(PUBLIC_STATUSES)})
-    payment_method = ma.fields.String(metadata={"enum": ["pix"]})
+    payment_method = ma.fields.String(
+        metadata={"description": "`pix` for charges; a payment's method, in lower case."}
+    )
     customer = ma.fields.Nested(CustomerSchema)
     pix = ma.fields.Nested(PixSchema, allow_none=True)
     checkout_url = ma.fields.String()

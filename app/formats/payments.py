@@ -1,11 +1,19 @@
-"""The transaction wire format's event data (legacy `payment.*` family)."""
+"""The transaction wire format (`/v1/payments`), its refunds, and the legacy `payment.*`
+event data. Built from allowlists like the Charge: only the keys written here go out, and
+fields that do not apply to a transaction's methods are null.
+"""
 
 from datetime import datetime
 
-from app.formats.charges import charge_id
-from app.models import Origin, Transaction, TransactionStatus
+import marshmallow as ma
+from flask import current_app
+
+from app.formats.charges import charge_id, qr_code_url
+from app.models import Origin, Refund, Transaction, TransactionStatus
 
 SETTLED = frozenset({TransactionStatus.PAID, TransactionStatus.APPROVED})
+TRANSACTION_ID_PREFIX = "tx_"
+STATUSES = [status.value for status in TransactionStatus]
 
 
 def transaction_id(transaction: Transaction) -> str:
@@ -13,6 +21,73 @@ def transaction_id(transaction: Transaction) -> str:
     if transaction.origin is Origin.CHARGES:
         return charge_id(transaction)
     return transaction.id
+
+
+def boleto_pdf_url(transaction: Transaction) -> str:
+    return f"{current_app.config['PUBLIC_BASE_URL']}/checkout/{transaction.id}/boleto.pdf"
+
+
+def payment_created_fields(transaction: Transaction) -> dict:
+    """The create answer: exactly the contract's create shape."""
+    return {
+        "id": transaction.id,
+        "status": str(transaction.status),
+        "amount": transaction.amount,
+        "currency": transaction.currency,
+        "paymentMethods": list(transaction.payment_methods),
+        "customerName": transaction.customer_name,
+        "customerDocument": transaction.customer_document,
+        "customerEmail": transaction.customer_email,
+        "metadata": transaction.metadata_,
+        "createdAt": transaction.created_at,
+    }
+
+
+def payment_fields(transaction: Transaction, *, listed: bool = False) -> dict:
+    """The get shape; in lists the id carries the `tx_` prefix."""
+    pix = transaction.pix_br_code is not None
+    boleto = transaction.boleto_barcode is not None
+    return {
+        "id": (TRANSACTION_ID_PREFIX if listed else "") + transaction.id,
+        "status": str(transaction.status),
+        "amount": transaction.amount,
+        "currency": transaction.currency,
+        "paymentMethods": list(transaction.payment_methods),
+        "paidWith": transaction.paid_with,
+        "pixQrCode": qr_code_url(transaction) if pix else None,
+        "pixCopyPaste": transaction.pix_br_code,
+        "pixExpiresAt": transaction.pix_expires_at,
+        "cardRedirectUrl": transaction.card_redirect_url,
+        "mbEntity": transaction.mb_entity,
+        "mbReference": transaction.mb_reference,
+        "mbExpiresAt": transaction.mb_expires_at,
+        "boletoBarcode": transaction.boleto_barcode,
+        "boletoLine": transaction.boleto_line,
+        "boletoPdfUrl": boleto_pdf_url(transaction) if boleto else None,
+        "boletoExpiresAt": transaction.boleto_expires_at,
+        "cryptoAddress": transaction.crypto_address,
+        "cryptoAmount": transaction.crypto_amount,
+        "cryptoNetwork": transaction.crypto_network,
+        "cryptoCurrency": transaction.crypto_currency,
+        "providerFee": transaction.provider_fee,
+        "platformFee": transaction.platform_fee,
+        "netAmount": transaction.net_amount,
+        "metadata": transaction.metadata_,
+        "createdAt": transaction.created_at,
+        "paidAt": transaction.paid_at,
+    }
+
+
+def refund_fields(refund: Refund, transaction: Transaction) -> dict:
+    return {
+        "id": refund.id,
+        "transactionId": transaction_id(transaction),
+        "amount": refund.amount,
+        "currency": refund.currency,
+        "status": str(refund.status),
+        "reason": refund.reason,
+        "createdAt": refund.created_at,
+    }
 
 
 def payment_event_data(
@@ -33,3 +108,82 @@ def payment_event_data(
             "netAmount": transaction.net_amount,
         }
     return data
+
+
+def refund_event_data(refund: Refund, refunded_total: int) -> dict:
+    """What `payment.refunded` adds to the payment data: which refund, and the total so far."""
+    return {"refundId": refund.id, "refundAmount": refund.amount, "refundedAmount": refunded_total}
+
+
+_NULLABLE = {"allow_none": True}
+
+
+class PaymentCreatedSchema(ma.Schema):
+    id = ma.fields.String()
+    status = ma.fields.String(metadata={"enum": STATUSES})
+    amount = ma.fields.Integer()
+    currency = ma.fields.String()
+    paymentMethods = ma.fields.List(ma.fields.String())
+    customerName = ma.fields.String(**_NULLABLE)
+    customerDocument = ma.fields.String(**_NULLABLE)
+    customerEmail = ma.fields.String(**_NULLABLE)
+    metadata = ma.fields.Dict()
+    createdAt = ma.fields.DateTime()
+
+    @ma.pre_dump
+    def _from_transaction(self, value, **kwargs):
+        return payment_created_fields(value) if isinstance(value, Transaction) else value
+
+
+class PaymentSchema(ma.Schema):
+    id = ma.fields.String(metadata={"description": "Raw id; `tx_` + raw id in lists."})
+    status = ma.fields.String(metadata={"enum": STATUSES})
+    amount = ma.fields.Integer()
+    currency = ma.fields.String()
+    paymentMethods = ma.fields.List(ma.fields.String())
+    paidWith = ma.fields.String(**_NULLABLE)
+    pixQrCode = ma.fields.String(
+        **_NULLABLE, metadata={"description": "Address of the QR code's PNG image."}
+    )
+    pixCopyPaste = ma.fields.String(**_NULLABLE)
+    pixExpiresAt = ma.fields.DateTime(**_NULLABLE)
+    cardRedirectUrl = ma.fields.String(**_NULLABLE)
+    mbEntity = ma.fields.String(**_NULLABLE)
+    mbReference = ma.fields.String(**_NULLABLE)
+    mbExpiresAt = ma.fields.DateTime(**_NULLABLE)
+    boletoBarcode = ma.fields.String(**_NULLABLE)
+    boletoLine = ma.fields.String(**_NULLABLE)
+    boletoPdfUrl = ma.fields.String(**_NULLABLE)
+    boletoExpiresAt = ma.fields.DateTime(**_NULLABLE)
+    cryptoAddress = ma.fields.String(**_NULLABLE)
+    cryptoAmount = ma.fields.String(**_NULLABLE)
+    cryptoNetwork = ma.fields.String(**_NULLABLE)
+    cryptoCurrency = ma.fields.String(**_NULLABLE)
+    providerFee = ma.fields.Integer(**_NULLABLE)
+    platformFee = ma.fields.Integer(**_NULLABLE)
+    netAmount = ma.fields.Integer(**_NULLABLE)
+    metadata = ma.fields.Dict()
+    createdAt = ma.fields.DateTime()
+    paidAt = ma.fields.DateTime(**_NULLABLE)
+
+    @ma.pre_dump
+    def _from_transaction(self, value, **kwargs):
+        return payment_fields(value) if isinstance(value, Transaction) else value
+
+
+class ListedPaymentSchema(PaymentSchema):
+    """A list item: the id carries the `tx_` prefix."""
+
+    @ma.pre_dump
+    def _from_transaction(self, value, **kwargs):
+        return payment_fields(value, listed=True) if isinstance(value, Transaction) else value
+
+
+class RefundSchema(ma.Schema):
+    id = ma.fields.String()
+    transactionId = ma.fields.String()
+    amount = ma.fields.Integer()
+    currency = ma.fields.String()
+    status = ma.fields.String(metadata={"enum": ["PENDING", "IN_PROGRESS", "REFUNDED", "FAILED"]})
+    reason = ma.fields.String(**_NULLABLE)
+    createdAt = ma.fields.DateTime()

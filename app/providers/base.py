@@ -139,8 +139,8 @@ class PaymentProvider(ABC):
     refundable_methods: frozenset[str]
 
     @abstractmethod
-    def supports(self, method: str, currency: str) -> bool:
-        """Whether this provider can take `method` payments in `currency`."""
+    def supports(self, method: str, currency: str, amount: int) -> bool:
+        """Whether this provider can take a `method` payment of `amount` in `currency`."""
 
     @abstractmethod
     def create_payment(self, request: PaymentRequest) -> PaymentInstructions:

@@ -55,6 +55,8 @@ SUPPORTED = {
     "MULTIBANCO": frozenset({"EUR"}),
     "CRYPTO": frozenset({"USDT", "USDC"}),
 }
+# What the instruments can carry: 10 digits on a boleto, 8 in a Multibanco reference.
+AMOUNT_LIMITS = {"BOLETO": boleto.MAX_AMOUNT_CENTS, "MULTIBANCO": multibanco.MAX_AMOUNT_CENTS}
 SANDBOX_BANK = "001"  # boletos carry a real bank code so readers accept the line
 BOLETO_DUE_BUSINESS_DAYS = 3
 MULTIBANCO_WINDOW = timedelta(days=3)
@@ -86,8 +88,10 @@ class SandboxProvider(PaymentProvider):
         parts = urlsplit(public_base_url)
         self.location_prefix = f"{parts.netloc}{parts.path.rstrip('/')}{LOCATION_PATH}"
 
-    def supports(self, method: str, currency: str) -> bool:
-        return currency in SUPPORTED.get(method, frozenset())
+    def supports(self, method: str, currency: str, amount: int) -> bool:
+        limit = AMOUNT_LIMITS.get(method)
+        within = limit is None or amount <= limit
+        return within and currency in SUPPORTED.get(method, frozenset())
 
     def create_payment(self, request: PaymentRequest) -> PaymentInstructions:
         if request.amount == FAILING_AMOUNT:

@@ -116,7 +116,7 @@ def create_charge(
         )
     except ProviderError as error:
         charge.provider = provider.name
-        charge.metadata_ = {**charge.metadata_, "failure": _failure(error.message, error.code)}
+        charge.metadata_ = {**charge.metadata_, "failure": failure(error.message, error.code)}
         transactions.transition(charge, TransactionStatus.REFUSED)
         return charge
     charge.provider = provider.name
@@ -165,7 +165,7 @@ def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePa
             < sa.tuple_(sa.literal(cursor.created_at, Transaction.created_at.type), cursor.id)
         )
     if query.status:
-        conditions.append(_has_public_status(query.status, utcnow()))
+        conditions.append(status_condition(statuses_for(query.status), utcnow()))
     if query.created_after:
         conditions.append(Transaction.created_at >= query.created_after)
     if query.created_before:
@@ -182,16 +182,14 @@ def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePa
     return ChargePage(data=page, has_more=len(rows) > query.limit)
 
 
-def _has_public_status(public_status: str, now: datetime):
-    """The SQL test for a public status as a reader sees it now: an unpaid charge past its
-    expiry is `expired` (not `pending`) even before the sweep has moved it."""
+def status_condition(statuses: set[TransactionStatus], now: datetime):
+    """The SQL test for rows whose status, as a reader sees it now, is one of `statuses`: an
+    unpaid transaction past its deadline is EXPIRED (not pending) before the sweep moves it."""
     overdue = sa.and_(Transaction.status.in_(AWAITING_PAYMENT), Transaction.expires_at <= now)
-    stored = Transaction.status.in_(statuses_for(public_status))
-    if public_status == "expired":
+    stored = Transaction.status.in_(statuses)
+    if TransactionStatus.EXPIRED in statuses:
         return sa.or_(stored, overdue)
-    if public_status == "pending":
-        return sa.and_(stored, sa.not_(overdue))
-    return stored
+    return sa.and_(stored, sa.not_(overdue))
 
 
 def _is_overdue(charge: Transaction, now: datetime) -> bool:
@@ -237,7 +235,7 @@ def _expire(charge: Transaction, now: datetime) -> None:
     """Expire a locked, overdue charge: the reason goes in `metadata.failure`."""
     charge.metadata_ = {
         **charge.metadata_,
-        "failure": _failure(
+        "failure": failure(
             "The Pix charge expired before it was paid.",
             "expired",
             ttl_seconds=charge.expires_in,
@@ -268,7 +266,7 @@ def _payer_filter(customer_id: str) -> str:
     return customers.tax_id(customer_id, "customer_id")
 
 
-def _failure(
+def failure(
     reason: str, code: str, *, ttl_seconds: int | None = None, at: datetime | None = None
 ) -> dict:
     failure = {"reason": reason, "providerErrorCode": code}
@@ -320,7 +318,7 @@ def _validated(new: NewCharge) -> dict:
         "customer_phone": customers.phone(customer.phone, "customer.phone"),
         "expected_payer_tax_id": lock,
         "payer_document": lock or document,
-        "metadata_": _metadata(new.metadata, new.description),
+        "metadata_": clean_metadata(new.metadata, new.description),
     }
 
 
@@ -334,7 +332,7 @@ def _expires_in(expires_in: int | None) -> int | None:
     return min(expires_in, MAX_EXPIRES_IN)
 
 
-def _metadata(metadata: dict, description: str | None) -> dict:
+def clean_metadata(metadata: dict, description: str | None = None) -> dict:
     """The merchant's metadata without reserved or `_`-prefixed keys, description folded in."""
     kept = {
         key: value

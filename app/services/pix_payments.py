@@ -93,15 +93,19 @@ def _already_received(end_to_end_id: str) -> ReceivedPix | None:
 
 def held_payment(charge: Transaction) -> ReceivedPix:
     """The Pix a charge in manual review is holding."""
-    held = db.session.scalars(
+    held = _held(charge)
+    if charge.status is not TransactionStatus.PROCESSING or held is None:
+        raise Conflict("This charge holds no payment for review.", code="charge_not_in_review")
+    return held
+
+
+def _held(charge: Transaction) -> ReceivedPix | None:
+    return db.session.scalars(
         sa.select(ReceivedPix).where(
             ReceivedPix.transaction_id == charge.id,
             ReceivedPix.outcome == Outcome.HELD_FOR_REVIEW,
         )
     ).first()
-    if charge.status is not TransactionStatus.PROCESSING or held is None:
-        raise Conflict("This charge holds no payment for review.", code="charge_not_in_review")
-    return held
 
 
 def release_held(charge_id: str, actor_user_id: str) -> Transaction:
@@ -123,6 +127,16 @@ def return_held(charge_id: str, actor_user_id: str) -> Transaction:
     transactions.transition(charge, TransactionStatus.REFUNDED)
     _audit(charge, actor_user_id, "charge.review_returned", held)
     return charge
+
+
+def return_held_on_cancel(charge: Transaction) -> None:
+    """The merchant cancelled a charge in review: the Pix it holds goes back to the payer
+    (the caller holds the lock and moves the charge to CANCELLED); nothing when none is held."""
+    held = _held(charge)
+    if held is None:
+        return
+    held.outcome = Outcome.RETURNED_NOT_PAYABLE
+    _return(charge, held, "Returned: the merchant cancelled the charge during review.")
 
 
 def _outcome(charge: Transaction, pix: IncomingPix) -> ReceivedPixOutcome:

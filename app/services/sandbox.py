@@ -1,15 +1,16 @@
-"""The sandbox's simulated payer bank: pays a test-mode charge through the real settlement.
+"""The sandbox's simulated payer: pays a test-mode transaction through the real settlement.
 
-Used by `POST /v1/sandbox/charges/{id}/pay` and the test-mode checkout page's button; both
-go through `pix_payments.receive`, exactly like a live PSP's notification would.
+Used by `POST /v1/sandbox/charges/{id}/pay`, `POST /v1/sandbox/payments/{id}/pay` and the
+test-mode checkout pages. Pix goes through `pix_payments.receive` and the other methods
+through `payments.settle`, exactly as a live provider's notification would.
 """
 
-from app.errors import NotFound
-from app.models import KeyMode, ReceivedPix, Transaction
+from app.errors import Conflict, InvalidRequest, NotFound
+from app.models import KeyMode, ReceivedPix, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.pix.identifiers import new_end_to_end_id
 from app.providers.sandbox import SANDBOX_ISPB
-from app.services import pix_payments
+from app.services import payments, pix_payments, transactions
 
 SANDBOX_PAYER_CPF = "52998224725"
 SANDBOX_PAYER_NAME = "Pagador Sandbox"
@@ -42,3 +43,32 @@ def simulate_payment(
             received_at=now,
         ),
     )
+
+
+def pay_by_method(
+    transaction: Transaction, method: str | None, *, approved: bool = True
+) -> Transaction:
+    """Pay a test transaction awaiting payment by one of its methods (the only one when
+    `method` is None); a card may be declined with `approved=False`."""
+    if transaction.mode is not KeyMode.TEST:
+        raise NotFound("No such charge.")
+    offered = transaction.payment_methods
+    if method is None:
+        if len(offered) > 1:
+            raise InvalidRequest(
+                f"Say which method pays: one of {', '.join(offered)}.", param="method"
+            )
+        method = offered[0]
+    if method not in offered:
+        raise InvalidRequest(
+            f"This transaction offers {', '.join(offered)}, not {method}.", param="method"
+        )
+    if method == payments.PIX:
+        simulate_payment(transaction)
+        return transaction
+    locked = transactions.lock(transaction.id)
+    if locked.status is not TransactionStatus.WAITING_PAYMENT:
+        raise Conflict(
+            f"A {locked.status} transaction cannot be paid.", code="transaction_not_payable"
+        )
+    return payments.settle(locked, method, paid_at=utcnow(), approved=approved)

@@ -72,9 +72,14 @@ def lock(transaction_id: str) -> Transaction:
 
 
 def transition(
-    transaction: Transaction, to: TransactionStatus, *, at: datetime | None = None
+    transaction: Transaction,
+    to: TransactionStatus,
+    *,
+    at: datetime | None = None,
+    event_details: dict | None = None,
 ) -> None:
-    """Move `transaction` to `to` (the caller holds its lock) and record the events."""
+    """Move `transaction` to `to` (the caller holds its lock) and record the events;
+    `event_details` adds fields to the legacy `payment.*` data (the refund behind it)."""
     previous = transaction.status
     if to not in TRANSITIONS.get(previous, frozenset()):
         raise Conflict(
@@ -88,7 +93,8 @@ def transition(
             transaction.account_id,
             transaction.mode,
             event_type,
-            _event_data(event_type, transaction, previous, transaction.updated_at),
+            _event_data(event_type, transaction, previous, transaction.updated_at)
+            | (event_details if event_type.startswith("payment.") and event_details else {}),
             subject_type="transaction",
             subject_id=transaction.id,
         )

@@ -38,6 +38,7 @@ from app.models import (
     KeyMode,
     Membership,
     Role,
+    Transaction,
     User,
     WebhookDelivery,
     WebhookEndpoint,
@@ -61,6 +62,7 @@ RETRY_DELAYS = (30, 60, 300, 900, 1800, 3600, 7200, 10800)
 JITTER = 0.1
 MAX_RETRY_AFTER = timedelta(hours=24)
 USER_AGENT = "AcmePay-Webhooks/1.0"
+TRANSACTION_EVENT_PREFIX = "payment."
 
 
 @dataclass(frozen=True)
@@ -531,15 +533,50 @@ def alert_owners(endpoint_id: str) -> None:
 
 
 def _subscribers(event: Event) -> list[WebhookEndpoint]:
-    endpoints = db.session.scalars(
-        sa.select(WebhookEndpoint).where(
-            WebhookEndpoint.account_id == event.account_id,
-            WebhookEndpoint.mode == event.mode,
-            WebhookEndpoint.status == EndpointStatus.ACTIVE,
-            WebhookEndpoint.deleted_at.is_(None),
+    """Active endpoints subscribed to the event, plus the transaction's own endpoint
+    (`webhookUrl`) for its `payment.*` events."""
+    endpoints = _active_endpoints(event.account_id, event.mode)
+    chosen = [e for e in endpoints if event.type in event_catalog.expand(e.events)]
+    override = _override_url(event)
+    chosen += [e for e in endpoints if e.url == override and e not in chosen]
+    return chosen
+
+
+def _active_endpoints(account_id: str, mode: KeyMode) -> list[WebhookEndpoint]:
+    return list(
+        db.session.scalars(
+            sa.select(WebhookEndpoint)
+            .where(
+                WebhookEndpoint.account_id == account_id,
+                WebhookEndpoint.mode == mode,
+                WebhookEndpoint.status == EndpointStatus.ACTIVE,
+                WebhookEndpoint.deleted_at.is_(None),
+            )
+            .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)
         )
     )
-    return [e for e in endpoints if event.type in event_catalog.expand(e.events)]
+
+
+def _override_url(event: Event) -> str | None:
+    if not event.type.startswith(TRANSACTION_EVENT_PREFIX) or event.subject_type != "transaction":
+        return None
+    transaction = db.session.get(Transaction, event.subject_id)
+    return transaction.webhook_url if transaction else None
+
+
+def active_endpoint_at(account_id: str, mode: KeyMode, url: str) -> WebhookEndpoint | None:
+    """The account's active endpoint with exactly this URL (a per-transaction `webhookUrl`)."""
+    return next((e for e in _active_endpoints(account_id, mode) if e.url == url), None)
+
+
+def has_listener(transaction: Transaction, event_type: str) -> bool:
+    """Whether an event of this type about `transaction` would reach any endpoint."""
+    endpoints = _active_endpoints(transaction.account_id, transaction.mode)
+    subscribed = any(event_type in event_catalog.expand(e.events) for e in endpoints)
+    overridden = event_type.startswith(TRANSACTION_EVENT_PREFIX) and any(
+        e.url == transaction.webhook_url for e in endpoints
+    )
+    return subscribed or overridden
 
 
 def _new_delivery(endpoint: WebhookEndpoint, event: Event, now: datetime) -> WebhookDelivery:

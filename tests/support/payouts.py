@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from rq import SimpleWorker
 
+from app.config import PAYMENT_METHODS
 from app.extensions import db, get_queue
 from app.models import Account
 from app.services import releases
@@ -37,7 +38,9 @@ def funded_merchant(app, client, monkeypatch, amount: int = 100_000) -> Merchant
 def _fee_free_charges(app) -> dict:
     schedule = dict(app.config["FEE_SCHEDULE"])
     free = {"fixed": 0, "bps": 0}
-    schedule["charges"] = {"PIX": {"provider": free, "platform": free}}
+    schedule["charges"] = {
+        method: {"provider": free, "platform": free} for method in PAYMENT_METHODS
+    }
     return schedule
 
 

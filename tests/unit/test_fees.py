@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.config import validate_fee_schedule
+from app.config import DEFAULT_FEE_SCHEDULE, PAYMENT_METHODS, validate_fee_schedule
 from app.services.fees import charge_fees
 
 
@@ -41,7 +41,9 @@ def test_fees_never_exceed_the_amount(app, schedule):
 )
 def test_a_bad_rule_refuses_to_start(rule):
     with pytest.raises(RuntimeError, match="FEE_SCHEDULE"):
-        validate_fee_schedule({"charges": {"PIX": {"provider": rule, "platform": rule}}})
+        validate_fee_schedule(
+            {"charges": {m: {"provider": rule, "platform": rule} for m in PAYMENT_METHODS}}
+        )
 
 
 @pytest.mark.parametrize(
@@ -51,10 +53,19 @@ def test_a_bad_rule_refuses_to_start(rule):
         {"charges": {}},
         {"charges": {"BOLETO": {"provider": {"fixed": 0, "bps": 0}}}},
         {"charges": {"PIX": {"provider": {"fixed": 0, "bps": 20}}}},
+        {"charges": {"PIX": DEFAULT_FEE_SCHEDULE["charges"]["PIX"]}},
         {"charges": {"PIX": "0.99%"}},
         [],
     ],
-    ids=["empty", "no-methods", "no-pix", "no-platform-rule", "not-an-object", "a-list"],
+    ids=[
+        "empty",
+        "no-methods",
+        "no-pix",
+        "no-platform-rule",
+        "only-pix",
+        "not-an-object",
+        "a-list",
+    ],
 )
 def test_an_incomplete_schedule_refuses_to_start(schedule):
     with pytest.raises(RuntimeError, match="FEE_SCHEDULE"):

@@ -1,7 +1,7 @@
 """Field types and base schemas shared by the API schemas."""
 
 import re
-from datetime import UTC
+from datetime import UTC, date, datetime, time, timedelta
 
 import marshmallow as ma
 
@@ -47,3 +47,23 @@ class QueryArgsSchema(ma.Schema):
             if repeated:
                 raise ma.ValidationError(repeated)
         return data
+
+
+class DateBoundParam(ma.fields.AwareDateTime):
+    """An ISO 8601 date-time (UTC when it has no zone), or a bare date meaning its whole UTC
+    day: its first instant as a lower bound (`end=False`), its last as an inclusive upper
+    bound (`end=True`), so `endDate=2026-11-21` keeps everything created that day."""
+
+    def __init__(self, *, end: bool, **kwargs):
+        super().__init__(default_timezone=UTC, **kwargs)
+        self.end = end
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+            try:
+                day = date.fromisoformat(value.strip())
+            except ValueError as error:
+                raise ma.ValidationError("Not a valid date.") from error
+            start = datetime.combine(day, time.min, tzinfo=UTC)
+            return start + timedelta(days=1, microseconds=-1) if self.end else start
+        return super()._deserialize(value, attr, data, **kwargs)

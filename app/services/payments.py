@@ -1,0 +1,515 @@
+"""Payments (the transaction wire format on `/v1/payments`): create, finalise, read, list,
+cancel, settle, and the operations around them (resend webhook, provider status).
+
+A payment is the same `Transaction` record as a charge. Creation stores it PENDING and
+answers at once; a job finalises it with the provider right after the commit (a sweep
+catches any whose job never ran), filling each requested method's instructions and moving
+it to WAITING_PAYMENT. Rules between fields live here, so the API and the dashboard agree.
+"""
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+import sqlalchemy as sa
+
+from app.config import PAYMENT_METHODS
+from app.errors import InvalidRequest, ServiceUnavailable, Unprocessable
+from app.extensions import db
+from app.formats.charges import raw_id
+from app.formats.payments import TRANSACTION_ID_PREFIX, payment_event_data
+from app.jobs.queueing import enqueue_after_commit
+from app.models import Account, Event, KeyMode, Origin, Transaction, TransactionStatus
+from app.models.base import utcnow
+from app.pix.documents import strip_formatting, tax_id_kind
+from app.providers import provider_for, provider_named
+from app.providers.base import (
+    PaymentProvider,
+    PaymentRequest,
+    PixChargeRequest,
+    ProviderError,
+    ProviderStatus,
+)
+from app.services import charges, customers, fraud, pix_payments, settlement, transactions, webhooks
+from app.services.events import record_event
+
+S = TransactionStatus
+METHODS = PAYMENT_METHODS
+PIX, CARD, MBWAY = "PIX", "CREDIT_CARD", "MBWAY"
+CURRENCY = re.compile(r"[A-Z0-9]{3,8}")
+DEFAULT_CURRENCY = "BRL"
+MAX_CUSTOMER_ID = 128
+MAX_CUSTOMER_NAME = 140
+MAX_CUSTOMER_DOCUMENT = 32
+MAX_URL_LENGTH = 2048
+RETURN_URL_KEY = "returnUrl"
+PHONE_KEY = "phone"
+CANCELLABLE = frozenset({S.WAITING_PAYMENT, S.PENDING, S.PROCESSING})
+SETTLED = frozenset({S.PAID, S.APPROVED})
+FINALISE_JOB = "app.jobs.payments.finalise_payment"
+FINALISE_GRACE = timedelta(seconds=5)  # a payment's own job normally runs well within this
+DEFAULT_PAGE_LIMIT = 20
+MAX_PAGE_LIMIT = 100
+NO_PROVIDER_REFERENCE = "TRANSACTION_HAS_NO_PROVIDER_REFERENCE"
+# The legacy event that re-announces each status (POST …/resend-webhook).
+STATUS_EVENT = {
+    S.WAITING_PAYMENT: "payment.created",
+    S.PAID: "payment.completed",
+    S.APPROVED: "payment.completed",
+    S.REFUSED: "payment.failed",
+    S.CANCELLED: "payment.failed",
+    S.CHARGEBACK: "payment.failed",
+    S.DISPUTE: "payment.failed",
+    S.EXPIRED: "payment.expired",
+    S.REFUNDED: "payment.refunded",
+}
+# Sort keys of GET /v1/payments: every top-level field of the payment object.
+_NET_AMOUNT = (
+    Transaction.amount
+    - sa.func.coalesce(Transaction.provider_fee, 0)
+    - sa.func.coalesce(Transaction.platform_fee, 0)
+)
+SORTABLE = {
+    "id": Transaction.id,
+    "status": Transaction.status,
+    "amount": Transaction.amount,
+    "currency": Transaction.currency,
+    "paymentMethods": sa.cast(Transaction.payment_methods, sa.Text),
+    "paidWith": Transaction.paid_with,
+    "pixQrCode": Transaction.pix_location_id,
+    "pixCopyPaste": Transaction.pix_br_code,
+    "pixExpiresAt": Transaction.pix_expires_at,
+    "cardRedirectUrl": Transaction.card_redirect_url,
+    "mbEntity": Transaction.mb_entity,
+    "mbReference": Transaction.mb_reference,
+    "mbExpiresAt": Transaction.mb_expires_at,
+    "boletoBarcode": Transaction.boleto_barcode,
+    "boletoLine": Transaction.boleto_line,
+    "boletoPdfUrl": Transaction.boleto_barcode,
+    "boletoExpiresAt": Transaction.boleto_expires_at,
+    "cryptoAddress": Transaction.crypto_address,
+    "cryptoAmount": Transaction.crypto_amount,
+    "cryptoNetwork": Transaction.crypto_network,
+    "cryptoCurrency": Transaction.crypto_currency,
+    "providerFee": Transaction.provider_fee,
+    "platformFee": Transaction.platform_fee,
+    "netAmount": _NET_AMOUNT,
+    "metadata": sa.cast(Transaction.metadata_, sa.Text),
+    "createdAt": Transaction.created_at,
+    "paidAt": Transaction.paid_at,
+}
+
+
+@dataclass(frozen=True)
+class NewPayment:
+    amount: int
+    payment_methods: list[str]
+    currency: str = DEFAULT_CURRENCY
+    customer_id: str | None = None
+    customer_name: str | None = None
+    customer_document: str | None = None
+    customer_email: str | None = None
+    metadata: dict = field(default_factory=dict)
+    webhook_url: str | None = None
+
+
+@dataclass(frozen=True)
+class PaymentQuery:
+    page: int = 1
+    limit: int = DEFAULT_PAGE_LIMIT
+    status: TransactionStatus | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    sort_by: str = "createdAt"
+    descending: bool = True
+
+
+def create_payment(account_id: str, mode: KeyMode, new: NewPayment) -> Transaction:
+    """Store a PENDING payment and ask for its finalisation once the request commits.
+
+    Nothing is created when a rule refuses the request (400), no provider serves a requested
+    method in the currency (422) or the velocity guard trips (403).
+    """
+    fields = _validated(account_id, mode, new)
+    provider = provider_for(mode)
+    _require_support(provider, fields["payment_methods"], fields["currency"], new.amount)
+    now = utcnow()
+    fraud.check_velocity(account_id, mode, fields["payer_document"], now)
+    payment = Transaction(
+        account_id=account_id,
+        mode=mode,
+        origin=Origin.PAYMENTS,
+        status=S.PENDING,
+        provider=provider.name,
+        expires_in=db.session.get(Account, account_id).charge_expires_in,
+        created_at=now,
+        updated_at=now,
+        **fields,
+    )
+    db.session.add(payment)
+    db.session.flush()
+    enqueue_after_commit(db.session(), "default", FINALISE_JOB, payment.id)
+    return payment
+
+
+def finalise(transaction_id: str) -> Transaction:
+    """Ask the provider for every requested method's instructions; WAITING_PAYMENT when all
+    came, REFUSED (reason in `metadata.failure`) when the provider refused one. Only a
+    PENDING payment is finalised, so a second run, or one after a cancel, does nothing."""
+    payment = transactions.lock(transaction_id)
+    if payment.status is not S.PENDING:
+        return payment
+    provider = provider_named(payment.provider, payment.mode)
+    account = db.session.get(Account, payment.account_id)
+    try:
+        deadlines = [_instruct(payment, m, provider, account) for m in payment.payment_methods]
+    except ProviderError as error:
+        payment.metadata_ = {
+            **payment.metadata_,
+            "failure": charges.failure(error.message, error.code),
+        }
+        transactions.transition(payment, S.REFUSED)
+        return payment
+    payment.expires_at = max(deadlines)
+    payment.finalised_at = utcnow()
+    transactions.transition(payment, S.WAITING_PAYMENT)
+    return payment
+
+
+def unfinalised(now: datetime | None = None, limit: int = 100) -> list[str]:
+    """PENDING payments whose finalisation job should have run by now (Redis was down)."""
+    cutoff = (now or utcnow()) - FINALISE_GRACE
+    return list(
+        db.session.scalars(
+            sa.select(Transaction.id)
+            .where(
+                Transaction.status == S.PENDING,
+                Transaction.origin == Origin.PAYMENTS,
+                Transaction.created_at <= cutoff,
+            )
+            .order_by(Transaction.created_at)
+            .limit(limit)
+        )
+    )
+
+
+def get_payment(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
+    """A transaction by raw, `tx_` or `ch_` id in the caller's account and mode."""
+    found = transactions.find(account_id, mode, _raw(payment_id))
+    return charges.expire_if_due(found)
+
+
+def list_payments(
+    account_id: str, mode: KeyMode, query: PaymentQuery
+) -> tuple[list[Transaction], int]:
+    """One page of the account's transactions and how many match in all."""
+    conditions = [Transaction.account_id == account_id, Transaction.mode == mode]
+    if query.status is not None:
+        conditions.append(charges.status_condition({query.status}, utcnow()))
+    if query.start is not None:
+        conditions.append(Transaction.created_at >= query.start)
+    if query.end is not None:
+        conditions.append(Transaction.created_at <= query.end)
+    total = db.session.scalar(sa.select(sa.func.count()).where(*conditions))
+    key = SORTABLE[query.sort_by]
+    order = [key.desc(), Transaction.id.desc()] if query.descending else [key.asc(), Transaction.id]
+    rows = db.session.scalars(
+        sa.select(Transaction)
+        .where(*conditions)
+        .order_by(order[0].nulls_last(), order[1])
+        .offset((query.page - 1) * query.limit)
+        .limit(query.limit)
+    ).all()
+    return [charges.expire_if_due(row) for row in rows], total
+
+
+def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
+    """WAITING_PAYMENT, PENDING or PROCESSING → CANCELLED; a Pix held for review goes back
+    to its payer. A settled transaction is refunded, not cancelled."""
+    payment = transactions.lock(get_payment(account_id, mode, payment_id).id)
+    if payment.status not in CANCELLABLE:
+        raise InvalidRequest(
+            f"A {payment.status} transaction cannot be cancelled; only WAITING_PAYMENT, "
+            "PENDING or PROCESSING ones can (refund a paid one instead).",
+            code="transaction_not_cancellable",
+        )
+    if payment.status is S.PROCESSING:
+        pix_payments.return_held_on_cancel(payment)
+    if payment.provider_reference:
+        provider = provider_named(payment.provider, payment.mode)
+        try:
+            provider.cancel_payment(_reference_method(payment), payment.provider_reference)
+        except ProviderError as error:
+            raise ServiceUnavailable(
+                f"The provider could not cancel the payment ({error.message}); retry."
+            ) from error
+    payment.metadata_ = {
+        **payment.metadata_,
+        "failure": charges.failure("Cancelled by the merchant.", "canceled"),
+    }
+    transactions.transition(payment, S.CANCELLED)
+    return payment
+
+
+def settle(
+    payment: Transaction, method: str, *, paid_at: datetime, approved: bool = True
+) -> Transaction:
+    """The provider confirmed a payment by a method other than Pix (Pix settles through
+    `pix_payments.receive`). Cards pass through PROCESSING (authorisation) and end APPROVED,
+    or REFUSED when the issuer declines; the other methods end PAID."""
+    if method == CARD:
+        transactions.transition(payment, S.PROCESSING)
+        if not approved:
+            payment.metadata_ = {
+                **payment.metadata_,
+                "failure": charges.failure("The card issuer declined the payment.", "declined"),
+            }
+            transactions.transition(payment, S.REFUSED)
+            return payment
+    settlement.credit(
+        payment,
+        method=method,
+        amount=payment.amount,
+        paid_at=paid_at,
+        description=f"{method} payment {payment.provider_reference or payment.id}",
+        status=S.APPROVED if method == CARD else S.PAID,
+    )
+    return payment
+
+
+def resend_webhook(account_id: str, mode: KeyMode, payment_id: str) -> dict:
+    """Announce the current status again as a fresh event (new `evt_` id, so every endpoint
+    gets a new delivery); `resent` is false when no status event exists or nobody listens."""
+    payment = get_payment(account_id, mode, payment_id)
+    event_type = STATUS_EVENT.get(payment.status)
+    answer = {"resent": False, "status": str(payment.status)}
+    if event_type is None or not webhooks.has_listener(payment, event_type):
+        return answer
+    record_event(
+        payment.account_id,
+        payment.mode,
+        event_type,
+        _last_announcement(payment, event_type),
+        subject_type="transaction",
+        subject_id=payment.id,
+    )
+    return answer | {"resent": True}
+
+
+def provider_status(account_id: str, mode: KeyMode, payment_id: str) -> dict:
+    """The provider's live view next to ours; `error` says when there is nothing to ask."""
+    payment = get_payment(account_id, mode, payment_id)
+    answer = {
+        "localStatus": str(payment.status),
+        "provider": payment.provider,
+        "providerTransactionId": payment.provider_reference,
+        "providerStatus": None,
+        "rawResponse": None,
+    }
+    if not payment.provider_reference:
+        return answer | {"error": NO_PROVIDER_REFERENCE}
+    status = _ask_provider(payment)
+    return answer | {"providerStatus": status.status, "rawResponse": status.raw}
+
+
+def _ask_provider(payment: Transaction) -> ProviderStatus:
+    provider = provider_named(payment.provider, payment.mode)
+    try:
+        return provider.payment_status(_reference_method(payment), payment.provider_reference)
+    except ProviderError as error:
+        raise ServiceUnavailable(
+            f"The provider did not answer ({error.message}); retry with backoff."
+        ) from error
+
+
+def _last_announcement(payment: Transaction, event_type: str) -> dict:
+    """The data of the event that announced this status, or the status as it stands."""
+    announced = db.session.scalar(
+        sa.select(Event.data)
+        .where(
+            Event.subject_type == "transaction",
+            Event.subject_id == payment.id,
+            Event.type == event_type,
+        )
+        .order_by(Event.created_at.desc())
+        .limit(1)
+    )
+    return announced or payment_event_data(payment, payment.status, payment.updated_at)
+
+
+def _instruct(
+    payment: Transaction, method: str, provider: PaymentProvider, account: Account
+) -> datetime:
+    """Fill one method's instructions on the payment; returns until when they hold."""
+    if method == PIX:
+        pix = provider.create_charge(
+            PixChargeRequest(
+                reference=payment.id,
+                amount=payment.amount,
+                expires_in=payment.expires_in,
+                merchant_name=account.name,
+                merchant_city=account.city,
+                payer_name=payment.customer_name,
+                payer_document=payment.payer_document,
+            )
+        )
+        charges.apply_pix(payment, pix)
+        return pix.expires_at
+    metadata = payment.metadata_
+    given = provider.create_payment(
+        PaymentRequest(
+            reference=payment.id,
+            method=method,
+            amount=payment.amount,
+            currency=payment.currency,
+            expires_in=payment.expires_in,
+            customer_name=payment.customer_name,
+            customer_email=payment.customer_email,
+            customer_document=payment.customer_document,
+            phone=metadata.get(PHONE_KEY) if method == MBWAY else None,
+            return_url=metadata.get(RETURN_URL_KEY) if method == CARD else None,
+        )
+    )
+    payment.provider_reference = payment.provider_reference or given.provider_reference
+    if method == CARD:
+        payment.card_redirect_url = given.card_redirect_url
+    elif method == "MULTIBANCO":
+        payment.mb_entity, payment.mb_reference = given.mb_entity, given.mb_reference
+        payment.mb_expires_at = given.expires_at
+    elif method == "BOLETO":
+        payment.boleto_barcode, payment.boleto_line = given.boleto_barcode, given.boleto_line
+        payment.boleto_expires_at = given.expires_at
+    elif method == "CRYPTO":
+        payment.crypto_address, payment.crypto_amount = given.crypto_address, given.crypto_amount
+        payment.crypto_network = given.crypto_network
+        payment.crypto_currency = given.crypto_currency
+    return given.expires_at
+
+
+def _reference_method(payment: Transaction) -> str:
+    """Which method `provider_reference` belongs to: the first one finalised."""
+    if payment.pix_txid and payment.provider_reference == payment.pix_txid:
+        return PIX
+    return next((m for m in payment.payment_methods if m != PIX), PIX)
+
+
+def _raw(payment_id: str) -> str:
+    return raw_id(payment_id.removeprefix(TRANSACTION_ID_PREFIX))
+
+
+def _require_support(provider: PaymentProvider, methods: list[str], currency: str, amount: int):
+    unserved = [method for method in methods if not provider.supports(method, currency, amount)]
+    if unserved:
+        raise Unprocessable(
+            f"No provider serves {', '.join(unserved)} for {amount} in {currency}; "
+            "choose another method or currency.",
+            code="unprocessable_entity",
+        )
+
+
+def _validated(account_id: str, mode: KeyMode, new: NewPayment) -> dict:
+    """The columns of a new payment, or 400 naming the first field that breaks a rule."""
+    if new.amount <= 0 or new.amount > charges.MAX_AMOUNT:
+        raise InvalidRequest(
+            f"amount is an integer from 1 to {charges.MAX_AMOUNT} in the smallest unit.",
+            code="invalid_amount",
+            param="amount",
+        )
+    currency = new.currency.strip().upper()
+    if not CURRENCY.fullmatch(currency):
+        raise InvalidRequest(
+            "currency is 3 to 8 letters or digits, such as BRL, EUR or USDT.", param="currency"
+        )
+    methods = _payment_methods(new.payment_methods)
+    metadata = charges.clean_metadata(new.metadata)
+    _check_method_metadata(methods, metadata)
+    document = _customer_document(new.customer_document)
+    return {
+        "amount": new.amount,
+        "currency": currency,
+        "payment_methods": methods,
+        "customer_id": _bounded(new.customer_id, MAX_CUSTOMER_ID, "customerId"),
+        "customer_name": _bounded(new.customer_name, MAX_CUSTOMER_NAME, "customerName"),
+        "customer_document": document,
+        "customer_email": customers.email(new.customer_email, "customerEmail"),
+        "payer_document": document if document and tax_id_kind(document) else None,
+        "metadata_": metadata,
+        "webhook_url": _webhook_url(account_id, mode, new.webhook_url),
+    }
+
+
+def _payment_methods(requested: list[str]) -> list[str]:
+    if not requested:
+        raise InvalidRequest("paymentMethods needs at least one method.", param="paymentMethods")
+    unknown = [method for method in requested if method not in METHODS]
+    if unknown:
+        raise InvalidRequest(
+            f"Unknown payment method {unknown[0]}; use {', '.join(METHODS)}.",
+            param="paymentMethods",
+        )
+    if len(set(requested)) != len(requested):
+        raise InvalidRequest("List each payment method once.", param="paymentMethods")
+    return list(requested)
+
+
+def _check_method_metadata(methods: list[str], metadata: dict) -> None:
+    """`returnUrl` (card) must be an absolute web address; MB WAY needs `phone` in E.164."""
+    return_url = metadata.get(RETURN_URL_KEY)
+    if return_url is not None and not _is_web_url(return_url):
+        raise InvalidRequest(
+            "metadata.returnUrl is an absolute http(s) address.", param="metadata.returnUrl"
+        )
+    if MBWAY in methods:
+        phone = metadata.get(PHONE_KEY)
+        if not isinstance(phone, str):
+            raise InvalidRequest(
+                "MBWAY needs metadata.phone in E.164 form, for example +351912345678.",
+                param="metadata.phone",
+            )
+        customers.phone(phone, "metadata.phone")
+
+
+def _is_web_url(value) -> bool:
+    if not isinstance(value, str) or len(value) > MAX_URL_LENGTH:
+        return False
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _customer_document(value: str | None) -> str | None:
+    """CPF, CNPJ, NIF or another tax id: kept without formatting; a CPF or CNPJ also feeds
+    the velocity guard (by payer)."""
+    document = _bounded(value, MAX_CUSTOMER_DOCUMENT, "customerDocument")
+    if document is None:
+        return None
+    document = strip_formatting(document).upper()
+    if not document.isalnum():
+        raise InvalidRequest(
+            "customerDocument holds letters and digits (formatting such as . - / is removed).",
+            param="customerDocument",
+        )
+    return document
+
+
+def _bounded(value: str | None, limit: int, param: str) -> str | None:
+    value = (value or "").strip()
+    if len(value) > limit:
+        raise InvalidRequest(f"{param} is at most {limit} characters.", param=param)
+    return value or None
+
+
+def _webhook_url(account_id: str, mode: KeyMode, url: str | None) -> str | None:
+    """The per-transaction webhook must be one of the account's registered endpoints, so
+    its deliveries are signed with a secret the merchant holds."""
+    if url is None:
+        return None
+    if webhooks.active_endpoint_at(account_id, mode, url) is None:
+        raise InvalidRequest(
+            "webhookUrl must be the URL of an active webhook endpoint of this account "
+            "(register it with POST /v1/webhooks/endpoints first, so its deliveries are "
+            "signed with a secret you hold).",
+            code="webhook_url_not_registered",
+            param="webhookUrl",
+        )
+    return url

@@ -1,0 +1,104 @@
+"""PDF documents about a transaction: the payment receipt a merchant downloads, and the
+boleto slip a payer prints. Built with `app.pdf`, from the same records the API reads.
+
+A receipt exists only for money that was received (`paid_at` set): a PAID or APPROVED
+transaction, and one later refunded or disputed, whose receipt shows what happened since.
+It names the payer but never prints the payer's full document (masked as on bank receipts).
+"""
+
+import sqlalchemy as sa
+
+from app.errors import InvalidRequest
+from app.extensions import db
+from app.formats.payments import transaction_id
+from app.methods import boleto
+from app.models import Account, KeyMode, Refund, RefundStatus, Transaction
+from app.pdf import PdfDocument
+from app.services import payments
+from app.templating import local_datetime, money
+
+PDF = "application/pdf"
+METHOD_NAMES = {
+    "PIX": "Pix",
+    "CREDIT_CARD": "Credit card",
+    "MBWAY": "MB WAY",
+    "MULTIBANCO": "Multibanco",
+    "BOLETO": "Boleto",
+    "CRYPTO": "Crypto",
+}
+
+
+def receipt(account_id: str, mode: KeyMode, payment_id: str) -> bytes:
+    """The receipt of a settled transaction; 400 `transaction_not_settled` otherwise."""
+    payment = payments.get_payment(account_id, mode, payment_id)
+    if payment.paid_at is None:
+        raise InvalidRequest(
+            f"A receipt exists once a transaction is paid; this one is {payment.status}.",
+            code="transaction_not_settled",
+        )
+    account = db.session.get(Account, payment.account_id)
+    document = PdfDocument(f"Receipt {transaction_id(payment)}")
+    document.heading("Payment receipt")
+    document.text(account.name, bold=True)
+    if payment.mode is KeyMode.TEST:
+        document.text("Test mode: no real money moved.")
+    document.rule()
+    document.field("Transaction", transaction_id(payment))
+    document.field("Amount", money(payment.amount, payment.currency))
+    document.field("Paid with", METHOD_NAMES.get(payment.paid_with, payment.paid_with or ""))
+    document.field("Paid at", local_datetime(payment.paid_at))
+    document.field("Status", str(payment.status))
+    if payment.end_to_end_id:
+        document.field("Pix end-to-end id", payment.end_to_end_id)
+    if payment.customer_name:
+        document.field("Payer", payment.customer_name)
+    if payment.customer_document:
+        document.field("Payer document", _masked(payment.customer_document))
+    if description := payment.metadata_.get("description"):
+        document.field("Description", str(description))
+    _refunds(document, payment)
+    document.rule()
+    document.text(f"Issued by Acme Pay on behalf of {account.name}.", size=8)
+    return document.to_bytes()
+
+
+def boleto_slip(payment: Transaction) -> bytes:
+    """The printable boleto: digitable line, barcode, amount, due date and beneficiary."""
+    account = db.session.get(Account, payment.account_id)
+    document = PdfDocument(f"Boleto {payment.id}")
+    document.heading("Boleto bancário")
+    if payment.mode is KeyMode.TEST:
+        document.text("Sandbox boleto: valid check digits, but no bank will collect it.")
+    document.rule()
+    document.field("Beneficiary", account.name)
+    document.field("Amount", money(payment.amount, payment.currency))
+    document.field("Due", local_datetime(payment.boleto_expires_at))
+    if payment.customer_name:
+        document.field("Payer", payment.customer_name)
+    document.field("Digitable line", boleto.formatted_line(payment.boleto_line))
+    document.space(16)
+    document.barcode_itf(payment.boleto_barcode)
+    document.space(16)
+    document.text(f"Reference {payment.id}", size=8)
+    return document.to_bytes()
+
+
+def _refunds(document: PdfDocument, payment: Transaction) -> None:
+    refunded = db.session.scalars(
+        sa.select(Refund)
+        .where(Refund.transaction_id == payment.id, Refund.status == RefundStatus.REFUNDED)
+        .order_by(Refund.created_at)
+    )
+    for refund in refunded:
+        document.field(
+            "Refunded",
+            f"{money(refund.amount, refund.currency)} on {local_datetime(refund.completed_at)}",
+        )
+
+
+def _masked(document: str) -> str:
+    """Only the middle digits show, as Brazilian bank receipts print a CPF: ***.456.789-**."""
+    if len(document) <= 6:
+        return "*" * len(document)
+    keep = document[3:-2]
+    return "*" * 3 + keep + "*" * 2

@@ -1,0 +1,359 @@
+"""Merchant refunds of paid transactions and their life at the provider.
+
+Money moves at three points, each a ledger posting unique per refund:
+- the request debits the wallet's available balance at once (the amount, plus the Pix-out fee
+  when `passFeeToTenant`) into refund clearing, refusing when it does not cover both; it
+  holds the transaction's row lock, so concurrent refunds can never exceed the amount;
+- REFUNDED moves the amount from refund clearing out to the provider;
+- FAILED returns everything the request debited to available.
+
+Status: PENDING (debited, not yet accepted by the provider) → IN_PROGRESS → REFUNDED or
+FAILED. A job submits the refund right after the request commits; an `rq cron` job submits
+any whose job never ran and polls the provider for the ones in progress.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+
+from app.errors import InvalidRequest, Unprocessable
+from app.extensions import db
+from app.formats.payments import payment_event_data, refund_event_data
+from app.jobs.queueing import enqueue_after_commit
+from app.models import (
+    KeyMode,
+    LedgerAccount,
+    ReceivedPix,
+    ReceivedPixOutcome,
+    Refund,
+    RefundStatus,
+    RefundStrategy,
+    Transaction,
+    TransactionStatus,
+)
+from app.models.base import utcnow
+from app.pix import keys
+from app.providers import provider_named
+from app.providers.base import ProviderError, RefundRequest
+from app.services import fees, ledger, payments, transactions
+from app.services.events import record_event
+from app.services.ledger import Line
+
+S = TransactionStatus
+R = RefundStatus
+REFUNDABLE = frozenset({S.PAID, S.APPROVED})
+DISPUTED = frozenset({S.DISPUTE, S.CHARGEBACK})
+PIX = "PIX"
+DEVOLUTION_WINDOW = timedelta(days=90)
+MAX_REASON = 500
+MAX_SUBMIT_ATTEMPTS = 5
+SUBMIT_GRACE = timedelta(seconds=30)  # a refund's own job normally runs well within this
+SUBMIT_JOB = "app.jobs.refunds.submit_refund"
+REFUND_NOT_SUPPORTED = "REFUND_NOT_SUPPORTED"
+CHARGE_DISPUTED = "charge_disputed"
+INSUFFICIENT_FUNDS = "insufficient_funds"
+# Ledger posting kinds, unique per refund.
+DEBIT, COMPLETION, REVERSAL = "refund_debit", "refund_completion", "refund_reversal"
+
+
+@dataclass(frozen=True)
+class RefundOrder:
+    amount: int | None = None
+    reason: str | None = None
+    strategy: str | None = None
+    pass_fee_to_tenant: bool | None = None
+    destination_key: str | None = None
+
+
+def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: RefundOrder) -> Refund:
+    """Debit the wallet and queue the refund; 400/422 with a clear code when it cannot be."""
+    payment = transactions.lock(payments.get_payment(account_id, mode, payment_id).id)
+    _check_refundable(payment)
+    strategy, destination = _route(payment, order)
+    remaining = payment.amount - refunded_or_in_flight(payment)
+    amount = remaining if order.amount is None else order.amount
+    if amount > remaining or remaining <= 0:
+        raise InvalidRequest(
+            f"At most {max(remaining, 0)} of this transaction can still be refunded.",
+            code="refund_exceeds_refundable",
+            param="amount",
+        )
+    if order.reason is not None and len(order.reason) > MAX_REASON:
+        raise InvalidRequest(f"reason is at most {MAX_REASON} characters.", param="reason")
+    charges_fee = strategy is RefundStrategy.CASHOUT and bool(order.pass_fee_to_tenant)
+    refund = Refund(
+        account_id=payment.account_id,
+        transaction_id=payment.id,
+        mode=payment.mode,
+        amount=amount,
+        currency=payment.currency,
+        status=R.PENDING,
+        reason=order.reason,
+        automatic=False,
+        method=payment.paid_with,
+        strategy=strategy,
+        pass_fee_to_tenant=charges_fee,
+        destination_key=destination,
+        fee=fees.payout_fee(PIX, amount) if charges_fee else 0,
+        end_to_end_id=payment.end_to_end_id if strategy is RefundStrategy.DEVOLUTION else None,
+    )
+    db.session.add(refund)
+    db.session.flush()
+    _debit(refund)
+    enqueue_after_commit(db.session(), "default", SUBMIT_JOB, refund.id)
+    return refund
+
+
+def refunded_or_in_flight(payment: Transaction) -> int:
+    """What the merchant's refunds have taken or are taking (everything but FAILED)."""
+    return db.session.scalar(
+        sa.select(sa.func.coalesce(sa.func.sum(Refund.amount), 0)).where(
+            Refund.transaction_id == payment.id,
+            Refund.automatic.is_(False),
+            Refund.status != R.FAILED,
+        )
+    )
+
+
+def list_refunds(account_id: str, mode: KeyMode, payment_id: str) -> tuple[Transaction, list]:
+    """Every refund of the transaction (automatic Pix returns too), newest first."""
+    payment = payments.get_payment(account_id, mode, payment_id)
+    rows = db.session.scalars(
+        sa.select(Refund)
+        .where(Refund.transaction_id == payment.id)
+        .order_by(Refund.created_at.desc(), Refund.id.desc())
+    ).all()
+    return payment, list(rows)
+
+
+def submit(refund_id: str) -> Refund | None:
+    """Hand a PENDING refund to the provider (idempotent by our refund id); a provider
+    that keeps failing turns it FAILED, with the money back in the wallet."""
+    refund = _lock(refund_id)
+    if refund is None or refund.status is not R.PENDING:
+        return refund
+    payment = db.session.get(Transaction, refund.transaction_id)
+    provider = provider_named(payment.provider, payment.mode)
+    try:
+        refund.provider_reference = provider.refund(
+            RefundRequest(
+                reference=refund.id,
+                method=refund.method,
+                strategy=refund.strategy.value if refund.strategy else None,
+                amount=refund.amount,
+                currency=refund.currency,
+                payment_reference=payment.provider_reference,
+                end_to_end_id=refund.end_to_end_id,
+                destination_key=refund.destination_key,
+            )
+        )
+    except ProviderError as error:
+        refund.submit_attempts += 1
+        refund.updated_at = utcnow()
+        if refund.submit_attempts >= MAX_SUBMIT_ATTEMPTS:
+            _fail(refund, f"The provider did not accept the refund: {error.message}")
+        return refund
+    refund.status = R.IN_PROGRESS
+    refund.updated_at = utcnow()
+    return refund
+
+
+def poll(refund_id: str) -> Refund | None:
+    """Ask the provider where an IN_PROGRESS refund stands and apply the answer."""
+    refund = _lock(refund_id)
+    if refund is None or refund.status is not R.IN_PROGRESS:
+        return refund
+    payment = db.session.get(Transaction, refund.transaction_id)
+    state = provider_named(payment.provider, payment.mode).refund_status(refund.provider_reference)
+    if state.status == R.REFUNDED:
+        _complete(refund)
+    elif state.status == R.FAILED:
+        _fail(refund, state.failure_reason or "The provider could not refund the payer.")
+    return refund
+
+
+def due_refunds(now: datetime | None = None, limit: int = 200) -> list[str]:
+    """Refunds the polling job should act on: in progress, or pending past their job."""
+    cutoff = (now or utcnow()) - SUBMIT_GRACE
+    return list(
+        db.session.scalars(
+            sa.select(Refund.id)
+            .where(
+                Refund.automatic.is_(False),
+                sa.or_(
+                    Refund.status == R.IN_PROGRESS,
+                    sa.and_(Refund.status == R.PENDING, Refund.updated_at <= cutoff),
+                ),
+            )
+            .order_by(Refund.updated_at)
+            .limit(limit)
+        )
+    )
+
+
+def _check_refundable(payment: Transaction) -> None:
+    if payment.status in DISPUTED:
+        raise InvalidRequest(
+            "This transaction is disputed; it cannot be refunded while the dispute is open "
+            "(the disputed amount is already held).",
+            code=CHARGE_DISPUTED,
+        )
+    if payment.status not in REFUNDABLE:
+        raise InvalidRequest(
+            f"Only PAID or APPROVED transactions can be refunded; this one is {payment.status}.",
+            code="transaction_not_refundable",
+        )
+    provider = provider_named(payment.provider, payment.mode)
+    if payment.paid_with not in provider.refundable_methods:
+        raise Unprocessable(
+            f"The provider of {payment.paid_with} payments does not support refunds.",
+            code=REFUND_NOT_SUPPORTED,
+        )
+
+
+def _route(payment: Transaction, order: RefundOrder) -> tuple[RefundStrategy | None, str | None]:
+    """The Pix strategy and destination key (cashout), or (None, None) for other methods."""
+    pix_options = (order.strategy, order.pass_fee_to_tenant, order.destination_key)
+    if payment.paid_with != PIX:
+        if any(option is not None for option in pix_options):
+            raise InvalidRequest(
+                "strategy, passFeeToTenant and destinationKey apply to Pix refunds only.",
+                param="strategy",
+            )
+        return None, None
+    strategy = RefundStrategy(order.strategy or RefundStrategy.CASHOUT)
+    if strategy is RefundStrategy.DEVOLUTION:
+        if order.pass_fee_to_tenant is not None or order.destination_key is not None:
+            raise InvalidRequest(
+                "passFeeToTenant and destinationKey apply to the cashout strategy only.",
+                param="destinationKey" if order.destination_key is not None else "passFeeToTenant",
+            )
+        if utcnow() - payment.paid_at > DEVOLUTION_WINDOW:
+            raise InvalidRequest(
+                "A Pix devolution is possible for 90 days after the payment; use the cashout "
+                "strategy instead.",
+                code="refund_window_expired",
+                param="strategy",
+            )
+        return strategy, None
+    return strategy, _cashout_destination(payment, order.destination_key)
+
+
+def _cashout_destination(payment: Transaction, destination_key: str | None) -> str:
+    """The given Pix key, or the payer's CPF/CNPJ (a Pix key by law) from the received Pix."""
+    if destination_key is not None:
+        check = keys.validate(destination_key)
+        if not check.valid:
+            raise InvalidRequest(
+                f"destinationKey is not a valid Pix key: {'; '.join(check.errors)}",
+                code="invalid_pix_key",
+                param="destinationKey",
+            )
+        return check.normalised
+    payer = db.session.scalar(
+        sa.select(ReceivedPix.payer_document).where(
+            ReceivedPix.transaction_id == payment.id,
+            ReceivedPix.outcome == ReceivedPixOutcome.CREDITED,
+        )
+    )
+    if payer is None:
+        raise InvalidRequest(
+            "The payer's document is unknown; send destinationKey, or use the devolution strategy.",
+            code="refund_destination_required",
+            param="destinationKey",
+        )
+    return payer
+
+
+def _debit(refund: Refund) -> None:
+    total = refund.amount + refund.fee
+    wallet = ledger.locked_wallet(refund.account_id, refund.mode, refund.currency)
+    if wallet.available < total:
+        raise InvalidRequest(
+            f"The available balance ({wallet.available}) does not cover the refund ({total}); "
+            f"{wallet.pending} more is pending release.",
+            code=INSUFFICIENT_FUNDS,
+            param="amount",
+        )
+    lines = [
+        Line(LedgerAccount.AVAILABLE, -total),
+        Line(LedgerAccount.REFUND_CLEARING, refund.amount),
+    ]
+    if refund.fee:
+        lines.append(Line(LedgerAccount.PLATFORM_FEES, refund.fee))
+    _post(refund, DEBIT, "Refund requested", lines)
+
+
+def _complete(refund: Refund) -> None:
+    """REFUNDED: the money leaves; the transaction is REFUNDED once refunds cover it all."""
+    now = utcnow()
+    refund.status, refund.completed_at, refund.updated_at = R.REFUNDED, now, now
+    _post(
+        refund,
+        COMPLETION,
+        "Refund sent",
+        [
+            Line(LedgerAccount.REFUND_CLEARING, -refund.amount),
+            Line(LedgerAccount.PROVIDER_CLEARING, refund.amount),
+        ],
+    )
+    payment = transactions.lock(refund.transaction_id)
+    total = _refunded(payment)
+    details = refund_event_data(refund, total)
+    if total >= payment.amount and payment.status in REFUNDABLE:
+        transactions.transition(payment, S.REFUNDED, at=now, event_details=details)
+        return
+    record_event(
+        payment.account_id,
+        payment.mode,
+        "payment.refunded",
+        payment_event_data(payment, payment.status, now) | details,
+        subject_type="transaction",
+        subject_id=payment.id,
+    )
+
+
+def _fail(refund: Refund, reason: str) -> None:
+    """FAILED: everything the request debited goes back to available."""
+    now = utcnow()
+    refund.status, refund.completed_at, refund.updated_at = R.FAILED, now, now
+    refund.failure_reason = reason[:500]
+    lines = [
+        Line(LedgerAccount.REFUND_CLEARING, -refund.amount),
+        Line(LedgerAccount.AVAILABLE, refund.amount + refund.fee),
+    ]
+    if refund.fee:
+        lines.append(Line(LedgerAccount.PLATFORM_FEES, -refund.fee))
+    _post(refund, REVERSAL, "Refund failed, returned", lines)
+
+
+def _refunded(payment: Transaction) -> int:
+    return db.session.scalar(
+        sa.select(sa.func.coalesce(sa.func.sum(Refund.amount), 0)).where(
+            Refund.transaction_id == payment.id,
+            Refund.automatic.is_(False),
+            Refund.status == R.REFUNDED,
+        )
+    )
+
+
+def _post(refund: Refund, kind: str, label: str, lines: list[Line]) -> None:
+    ledger.post(
+        account_id=refund.account_id,
+        mode=refund.mode,
+        currency=refund.currency,
+        kind=kind,
+        reference_id=refund.id,
+        description=f"{label}: refund {refund.id} of transaction {refund.transaction_id}",
+        lines=lines,
+    )
+
+
+def _lock(refund_id: str) -> Refund | None:
+    return db.session.scalar(
+        sa.select(Refund)
+        .where(Refund.id == refund_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
