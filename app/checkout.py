@@ -2,10 +2,14 @@
 
 It is public: anyone the merchant gives the address to (it holds the charge's raw id, which
 the merchant also sees in the API and webhooks) may open it, so it shows what a payer needs
-and nothing more: amount, merchant name, description, QR, copy-and-paste code, expiry and
-status. No customer data, txid, account id or end-to-end id is ever rendered. The page
-polls `/status` (a three-field JSON) from `static/checkout.js`, since the CSP forbids inline
-script. Test-mode charges get a button that pays them through the sandbox's simulated bank.
+and nothing more: amount, merchant name, description, each method's instructions (Pix QR and
+code, boleto line and slip, Multibanco reference, crypto address), expiry and status. No
+customer data, txid, account id or end-to-end id is ever rendered. The page polls `/status`
+(a three-field JSON) from `static/checkout.js`, since the CSP forbids inline script.
+
+Test-mode transactions get buttons that pay them through the sandbox's simulated payer, and
+the sandbox's card page (`cardRedirectUrl`) approves or declines a test card payment. The
+boleto slip is a PDF served here, at the address the API gives as `boletoPdfUrl`.
 """
 
 from datetime import datetime
@@ -13,13 +17,16 @@ from datetime import datetime
 from flask import Blueprint, Flask, jsonify, redirect, render_template, url_for
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
+from wtforms import HiddenField
+from wtforms.validators import AnyOf, Optional
 
 from app.errors import InvalidRequest, NotFound
 from app.extensions import db
 from app.formats.charges import PUBLIC_STATUS
 from app.models import Account, KeyMode, Transaction
 from app.models.base import utcnow
-from app.services import charges, sandbox
+from app.services import charges, receipts, sandbox
+from app.services.payments import CARD, METHODS
 
 bp = Blueprint("checkout", __name__, url_prefix="/checkout")
 
@@ -37,7 +44,15 @@ STATUS_LABELS = {
 
 
 class SimulatePaymentForm(FlaskForm):
-    """The test-mode "Simulate payment" button: only the CSRF token travels."""
+    """A test-mode "Simulate payment" button: the CSRF token and which method pays."""
+
+    method = HiddenField(validators=[Optional(), AnyOf(METHODS)])
+
+
+class TestCardForm(FlaskForm):
+    """The sandbox card page's buttons: approve or decline the test card."""
+
+    outcome = HiddenField(validators=[AnyOf(["approve", "decline"])])
 
 
 @bp.get("/<charge_id>")
@@ -45,7 +60,7 @@ def page(charge_id: str) -> str:
     """The payer's page; its state is rendered server-side and kept live by checkout.js."""
     charge = _charge(charge_id)
     status = PUBLIC_STATUS[charge.status]
-    can_simulate = charge.mode is KeyMode.TEST and status == PENDING
+    can_simulate = charge.mode is KeyMode.TEST and status == PENDING and bool(charge.finalised_at)
     seconds_left = _seconds_left(charge, status)
     return render_template(
         "checkout/page.html",
@@ -59,6 +74,7 @@ def page(charge_id: str) -> str:
         countdown=_countdown(seconds_left),
         test_mode=charge.mode is KeyMode.TEST,
         simulate_form=SimulatePaymentForm(formdata=None) if can_simulate else None,
+        method_names=receipts.METHOD_NAMES,
     )
 
 
@@ -78,20 +94,62 @@ def status(charge_id: str) -> Response:
 
 @bp.post("/<charge_id>/simulate-payment")
 def simulate_payment(charge_id: str) -> Response:
-    """Pay a pending test-mode charge as the sandbox bank would; live charges are 404.
+    """Pay a pending test-mode charge as the sandbox payer would (by the chosen method);
+    live charges are 404.
 
     A charge that is no longer pending (a double click, a stale tab) is left alone: paying it
     again would make the sandbox return a second Pix to the payer.
     """
-    if not SimulatePaymentForm().validate_on_submit():
+    form = SimulatePaymentForm()
+    if not form.validate_on_submit():
         raise InvalidRequest("This form has expired. Reload the page and try again.")
     charge = _charge(charge_id)
     if charge.mode is not KeyMode.TEST:
         raise NotFound("No such charge.")
     if PUBLIC_STATUS[charge.status] == PENDING:
-        sandbox.simulate_payment(charge)
+        sandbox.pay_by_method(charge, form.method.data or None)
         db.session.commit()
     return redirect(url_for("checkout.page", charge_id=charge.id), 303)
+
+
+@bp.get("/<charge_id>/boleto.pdf")
+def boleto_pdf(charge_id: str) -> Response:
+    """The printable boleto slip (`boletoPdfUrl`) of a transaction that offers one."""
+    charge = _charge(charge_id)
+    if not charge.boleto_barcode:
+        raise NotFound("This transaction has no boleto.")
+    response = Response(receipts.boleto_slip(charge), mimetype=receipts.PDF)
+    response.headers["Content-Disposition"] = f'inline; filename="boleto-{charge.id}.pdf"'
+    return response
+
+
+@bp.get("/<charge_id>/card")
+def card_page(charge_id: str) -> str:
+    """The sandbox acquirer's card page (`cardRedirectUrl` of a test card payment)."""
+    charge = _test_card_payment(charge_id)
+    return render_template(
+        "checkout/card.html",
+        charge=charge,
+        status=PUBLIC_STATUS[charge.status],
+        status_labels=STATUS_LABELS,
+        merchant_name=db.session.get(Account, charge.account_id).name,
+        form=TestCardForm(formdata=None),
+    )
+
+
+@bp.post("/<charge_id>/card")
+def card_payment(charge_id: str) -> Response:
+    """Approve or decline the test card, then return the payer to the merchant's
+    `metadata.returnUrl` (or to the checkout page when none was given)."""
+    form = TestCardForm()
+    if not form.validate_on_submit():
+        raise InvalidRequest("This form has expired. Reload the page and try again.")
+    charge = _test_card_payment(charge_id)
+    if PUBLIC_STATUS[charge.status] == PENDING:
+        sandbox.pay_by_method(charge, CARD, approved=form.outcome.data == "approve")
+        db.session.commit()
+    return_url = charge.metadata_.get("returnUrl")
+    return redirect(return_url or url_for("checkout.page", charge_id=charge.id), 303)
 
 
 def register_checkout(app: Flask) -> None:
@@ -104,6 +162,13 @@ def _charge(charge_id: str) -> Transaction:
     if charge is None:
         raise NotFound("No such checkout.")
     db.session.commit()
+    return charge
+
+
+def _test_card_payment(charge_id: str) -> Transaction:
+    charge = _charge(charge_id)
+    if charge.mode is not KeyMode.TEST or CARD not in charge.payment_methods:
+        raise NotFound("No such card payment.")
     return charge
 
 
