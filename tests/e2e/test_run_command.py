@@ -113,6 +113,7 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
     assert "Sign in" in requests.get(f"{stack['base']}/dashboard/login", timeout=5).text
 
     _charge_is_created_checked_out_and_paid(stack["base"], test_key)
+    _payment_is_finalised_by_the_worker(stack["base"], test_key)
 
     redis = Redis.from_url(stack["redis"])
     job = Queue("periodic", connection=redis).enqueue("app.jobs.maintenance.prune_revoked_tokens")
@@ -122,6 +123,28 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
     stack["process"].send_signal(signal.SIGINT)
     assert stack["process"].wait(timeout=30) == 0
     assert not _get(f"{stack['base']}/healthz")
+
+
+def _payment_is_finalised_by_the_worker(base: str, test_key: str) -> None:
+    """A boleto payment answers PENDING at once; the worker process finalises it with the
+    sandbox provider, and its printable slip is served at boletoPdfUrl."""
+    headers = {"apikey": test_key}
+    created = requests.post(
+        f"{base}/v1/payments",
+        json={"amount": 4990, "paymentMethods": ["BOLETO"], "idempotencyKey": "e2e-payment-1"},
+        headers=headers,
+        timeout=10,
+    ).json()
+    assert created["status"] == "PENDING", created
+
+    def finalised():
+        payment = requests.get(f"{base}/v1/payments/{created['id']}", headers=headers, timeout=5)
+        return payment.json() if payment.json()["status"] == "WAITING_PAYMENT" else None
+
+    payment = _wait_for(finalised, 30, "the worker to finalise the payment")
+    assert len(payment["boletoLine"]) == 47
+    slip = requests.get(payment["boletoPdfUrl"], timeout=10)
+    assert slip.headers["Content-Type"] == "application/pdf" and slip.content.startswith(b"%PDF")
 
 
 def _charge_is_created_checked_out_and_paid(base: str, test_key: str) -> None:
@@ -156,4 +179,4 @@ def _charge_is_created_checked_out_and_paid(base: str, test_key: str) -> None:
     _wait_for(lambda: len(receiver.received) >= 2, 30, "the worker to deliver the webhooks")
     types = sorted(r.headers["X-Acme-Event-Type"] for r in receiver.received)
     assert types == ["charge.created", "charge.paid"]
-    receiver.server.shutdown()
+    receiver.stop()

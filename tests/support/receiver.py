@@ -32,6 +32,12 @@ class Receiver:
     def next_reply(self) -> tuple[int, dict, float]:
         return self.replies.pop(0) if self.replies else (200, {}, 0.0)
 
+    def stop(self) -> None:
+        """Stop serving and close the socket, so later deliveries are refused at once
+        (after `shutdown` alone, connections would wait unanswered in the backlog)."""
+        self.server.shutdown()
+        self.server.server_close()
+
 
 def start_receiver() -> Receiver:
     receiver: Receiver
