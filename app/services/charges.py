@@ -236,7 +236,7 @@ def _expire(charge: Transaction, now: datetime) -> None:
     charge.metadata_ = {
         **charge.metadata_,
         "failure": failure(
-            "The Pix charge expired before it was paid.",
+            "The payment window ended before it was paid.",
             "expired",
             ttl_seconds=charge.expires_in,
             at=now,

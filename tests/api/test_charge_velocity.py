@@ -7,7 +7,7 @@ import pytest
 
 from app.models import Transaction, TransactionStatus
 from app.models.base import utcnow
-from tests.support import factories
+from tests.support import factories, payments
 from tests.support.charges import CPF, OTHER_CPF, create, created, update_row
 from tests.support.http import assert_error, count_rows
 
@@ -66,6 +66,19 @@ def test_only_live_charges_in_the_window_count(app, client, api_key, limits, cha
         values["created_at"] = utcnow() - timedelta(seconds=601)
     update_row(app, first, **values)
     assert created(client, api_key, **_for(CPF))["status"] == "pending"
+
+
+def test_payments_still_being_finalised_count_too(app, client, api_key, limits):
+    """A payment is PENDING with no deadline until its job runs; it is live all the same."""
+    for _ in range(2):
+        assert payments.create(client, api_key, customerDocument=CPF).status_code == 201
+    refused = payments.create(client, api_key, customerDocument=CPF)
+    assert_error(refused, 403, "permission_error", "fraud.customer_velocity_exceeded")
+    for _ in range(2):
+        assert payments.create(client, api_key).status_code == 201
+    refused = payments.create(client, api_key, paymentMethods=["BOLETO"])
+    assert_error(refused, 403, "permission_error", "fraud.account_velocity_exceeded")
+    assert count_rows(app, Transaction) == 4
 
 
 def test_other_accounts_do_not_count(app, client, api_key, limits):
