@@ -20,14 +20,17 @@ def submit_refund(refund_id: str) -> str | None:
 
 
 def poll_refunds() -> int:
-    """Advance every refund that is due; one provider failure never holds up the others."""
+    """Advance every refund that is due; one provider failure never holds up the others.
+    Each step commits on its own: a status poll that fails keeps the submission just made
+    (its provider reference) instead of rolling it back with it."""
     due = refunds.due_refunds()
     for refund_id in due:
         try:
             refund = refunds.submit(refund_id)
+            db.session.commit()
             if refund is not None and refund.status is RefundStatus.IN_PROGRESS:
                 refunds.poll(refund_id)
-            db.session.commit()
+                db.session.commit()
         except Exception:
             db.session.rollback()
             log.exception("refund polling failed; retried later", extra={"id": refund_id})

@@ -71,6 +71,10 @@ def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: Refun
     payment = transactions.lock(payments.get_payment(account_id, mode, payment_id).id)
     _check_refundable(payment)
     strategy, destination = _route(payment, order)
+    if order.amount is not None and order.amount <= 0:
+        # The API schema refuses it first; the dashboard and other callers rely on this.
+        # A negative refund would post a *credit* to available through `_debit`.
+        raise InvalidRequest("amount is an integer > 0.", code="invalid_amount", param="amount")
     remaining = payment.amount - refunded_or_in_flight(payment)
     amount = remaining if order.amount is None else order.amount
     if amount > remaining or remaining <= 0:
@@ -107,13 +111,7 @@ def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: Refun
 
 def refunded_or_in_flight(payment: Transaction) -> int:
     """What the merchant's refunds have taken or are taking (everything but FAILED)."""
-    return db.session.scalar(
-        sa.select(sa.func.coalesce(sa.func.sum(Refund.amount), 0)).where(
-            Refund.transaction_id == payment.id,
-            Refund.automatic.is_(False),
-            Refund.status != R.FAILED,
-        )
-    )
+    return _sum_of_refunds(payment, Refund.status != R.FAILED)
 
 
 def list_refunds(account_id: str, mode: KeyMode, payment_id: str) -> tuple[Transaction, list]:
@@ -329,13 +327,20 @@ def _fail(refund: Refund, reason: str) -> None:
 
 
 def _refunded(payment: Transaction) -> int:
-    return db.session.scalar(
+    return _sum_of_refunds(payment, Refund.status == R.REFUNDED)
+
+
+def _sum_of_refunds(payment: Transaction, condition) -> int:
+    """The merchant's refunds of `payment` meeting `condition`, added up. An int on every
+    backend: PostgreSQL sums a bigint as numeric (Decimal), which JSON event data refuses."""
+    total = db.session.scalar(
         sa.select(sa.func.coalesce(sa.func.sum(Refund.amount), 0)).where(
             Refund.transaction_id == payment.id,
             Refund.automatic.is_(False),
-            Refund.status == R.REFUNDED,
+            condition,
         )
     )
+    return int(total)
 
 
 def _post(refund: Refund, kind: str, label: str, lines: list[Line]) -> None:

@@ -41,4 +41,6 @@ def test_cron_schedule_declares_the_periodic_jobs(redis):
         ("app.jobs.wallets.release_settlements", "periodic", 60),
         ("app.jobs.payouts.sweep_payouts", "periodic", 30),
         ("app.jobs.webhooks.sweep_webhooks", "periodic", 15),
+        ("app.jobs.payments.sweep_payments", "periodic", 10),
+        ("app.jobs.refunds.poll_refunds", "periodic", 30),
     }
