@@ -15,7 +15,7 @@ bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 
 NAV_ITEMS = (
     ("dashboard.overview", "Overview"),
-    ("dashboard.charges_page", "Charges"),
+    ("dashboard.payments_page", "Payments"),
     ("dashboard.wallets_page", "Wallets"),
     ("dashboard.payouts_page", "Payouts"),
     ("dashboard.webhooks_page", "Webhooks"),
@@ -37,6 +37,7 @@ def register_dashboard(app: Flask) -> None:
         back_office,
         charges,
         overview,
+        payments,
         payouts,
         wallets,
         webhooks,

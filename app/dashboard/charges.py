@@ -1,155 +1,84 @@
-"""Pix charges in the dashboard: the list with its filters, one charge, and test charges.
+"""The old charges pages, grown into the payments pages (`app.dashboard.payments`).
 
-Every read and write goes through `app.services.charges`, the functions behind `/v1/charges`,
-so the page shows what the API answers and the form obeys the API's rules. Filters live in
-the query string so a reload or a shared link shows the same page.
+`/dashboard/charges` and `/dashboard/charges/<id>` redirect there with equivalent filters, so
+bookmarks and shared links keep working; the test Pix charge form still posts to
+`/dashboard/charges` (see `payments.create_test_charge`). `MODES` is the dashboard's mode
+switch, shared by every page.
 """
 
-from dataclasses import dataclass
-
-from flask import flash, g, redirect, render_template, request, url_for
+from flask import g, redirect, request, url_for
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
-from app.dashboard.filters import QueryFilters
-from app.dashboard.forms import TestChargeForm
 from app.dashboard.session import member_required
-from app.dashboard.submit_once import new_form_key, show_error, submit_once
-from app.errors import ApiError, InvalidRequest
+from app.errors import InvalidRequest, NotFound
 from app.extensions import db
-from app.formats.charges import (
-    CHARGE_ID_PREFIX,
-    PUBLIC_STATUS,
-    PUBLIC_STATUSES,
-    charge_fields,
-)
-from app.models import KeyMode
-from app.services import charges
-from app.services.charges import (
-    DEFAULT_LIST_LIMIT,
-    MAX_LIST_LIMIT,
-    RESERVED_METADATA_KEYS,
-    ChargeQuery,
-    Customer,
-    NewCharge,
-)
+from app.formats.charges import PUBLIC_STATUSES
+from app.models import KeyMode, TransactionStatus
+from app.services import payments
+from app.services.charges import MAX_LIST_LIMIT
+from app.services.payments import DEFAULT_PAGE_LIMIT, PaymentQuery
 
 MODES = {"test": KeyMode.TEST, "live": KeyMode.LIVE}
-# The service names nested fields the API's way; the form names them flat.
-FORM_FIELD_FOR_PARAM = {
-    "amount": "amount",
-    "description": "description",
-    "expires_in": "expires_in",
-    "customer.name": "customer_name",
-    "customer.document": "customer_document",
-    "expected_payer_tax_id": "expected_payer_tax_id",
+S = TransactionStatus
+# A public charge status → the transaction status the payments list filters by. The list
+# takes one status, so `pending` leaves out PENDING (a payment's first seconds, before the
+# provider finalises it), `paid` APPROVED and `disputed` CHARGEBACK (both card statuses).
+STATUS_FOR_PUBLIC = {
+    "pending": S.WAITING_PAYMENT,
+    "processing": S.PROCESSING,
+    "paid": S.PAID,
+    "failed": S.REFUSED,
+    "cancelled": S.CANCELLED,
+    "expired": S.EXPIRED,
+    "refunded": S.REFUNDED,
+    "disputed": S.DISPUTE,
 }
-
-
-@dataclass(frozen=True)
-class ListFilters(QueryFilters):
-    """The list's query string, so every link (mode, pages) keeps the other filters."""
-
-    OMITTED_AT_DEFAULT = ("limit",)
-
-    mode: str = "test"
-    status: str | None = None
-    starting_after: str | None = None
-    limit: int = DEFAULT_LIST_LIMIT
 
 
 @bp.get("/charges")
 @member_required
 def charges_page() -> ResponseReturnValue:
-    """One page of charges in one mode; test mode also offers the new test charge form."""
-    filters = ListFilters(
-        mode=_mode_name(),
-        status=_status(),
-        starting_after=request.args.get("starting_after") or None,
-        limit=_limit(),
-    )
-    return _list_page(filters, _blank_form())
+    """→ the payments list: same mode, status and page size; a `starting_after` cursor
+    becomes the page holding the charge that came after it."""
+    mode, status, limit = _mode_name(), _status(), _limit()
+    args: dict = {"mode": mode}
+    if status is not None:
+        args["status"] = status.value
+    if limit is not None:
+        args["limit"] = limit
+    cursor = request.args.get("starting_after") or None
+    if cursor is not None:
+        page = _page_after(MODES[mode], status, cursor, limit or DEFAULT_PAGE_LIMIT)
+        if page > 1:
+            args["page"] = page
+    return redirect(url_for("dashboard.payments_page", **args), 301)
 
 
 @bp.get("/charges/<charge_id>")
 @member_required
 def charge_page(charge_id: str) -> ResponseReturnValue:
-    """The public fields of one charge (what the API answers), with its Pix code to share."""
-    mode = _mode_name()
-    charge = charges.get_charge(g.account_id, MODES[mode], charge_id)
-    public = charge_fields(charge)
-    page = render_template(
-        "dashboard/charge.html",
-        mode=mode,
-        charge=charge,
-        public=public,
-        description=charge.metadata_.get("description"),
-        failure=charge.metadata_.get("failure"),
-        metadata={
-            key: value
-            for key, value in charge.metadata_.items()
-            if key not in RESERVED_METADATA_KEYS
-        },
-    )
-    db.session.commit()  # a charge found expired on read
-    return page
+    """→ the payment page of the same transaction (it takes `ch_` ids too)."""
+    return redirect(url_for("dashboard.payment_page", payment_id=charge_id, mode=_mode_name()), 301)
 
 
-@bp.post("/charges")
-@member_required
-def create_test_charge() -> ResponseReturnValue:
-    """Test mode only, so any member may: the sandbox moves no money."""
-    form = TestChargeForm()
-    if not form.validate_on_submit():
-        return _list_page(ListFilters(), form, 400)
-    new = _new_charge(form)
+def _page_after(mode: KeyMode, status: TransactionStatus | None, cursor: str, limit: int) -> int:
+    """The page of the newest-first list holding the first transaction older than `cursor`:
+    counted through the service (how many match in all, how many up to the cursor)."""
     try:
-        raw_id = submit_once(
-            form, lambda: charges.create_charge(g.account_id, KeyMode.TEST, new).id
-        )
-    except ApiError as error:
-        show_error(form, error, FORM_FIELD_FOR_PARAM)
-        return _list_page(ListFilters(), form, error.status)
-    flash("Test charge created", "info")
-    return redirect(
-        url_for("dashboard.charge_page", charge_id=CHARGE_ID_PREFIX + raw_id, mode="test"), 303
+        charge = payments.get_payment(g.account_id, mode, cursor)
+    except NotFound:
+        raise InvalidRequest(
+            "starting_after is not a charge of this account and mode.", param="starting_after"
+        ) from None
+    _, matching = payments.list_payments(g.account_id, mode, PaymentQuery(status=status, limit=1))
+    _, up_to_cursor = payments.list_payments(
+        g.account_id, mode, PaymentQuery(status=status, end=charge.created_at, limit=1)
     )
-
-
-def _list_page(filters: ListFilters, form: TestChargeForm, status: int = 200) -> tuple[str, int]:
-    page = charges.list_charges(
-        g.account_id,
-        MODES[filters.mode],
-        ChargeQuery(
-            limit=filters.limit, starting_after=filters.starting_after, status=filters.status
-        ),
-    )
-    html = render_template(
-        "dashboard/charges.html",
-        filters=filters,
-        page=page,
-        statuses=PUBLIC_STATUSES,
-        public_status=PUBLIC_STATUS,
-        form=form if filters.mode == "test" else None,
-    )
-    db.session.commit()  # charges found expired on read
-    return html, status
-
-
-def _blank_form() -> TestChargeForm:
-    return TestChargeForm(formdata=None, idempotency_key=new_form_key())
-
-
-def _new_charge(form: TestChargeForm) -> NewCharge:
-    return NewCharge(
-        amount=form.amount.data,
-        description=form.description.data or None,
-        expires_in=form.expires_in.data,
-        customer=Customer(
-            name=form.customer_name.data or None, document=form.customer_document.data or None
-        ),
-        expected_payer_tax_id=form.expected_payer_tax_id.data or None,
-    )
+    db.session.commit()  # transactions found expired on read
+    cursor_listed = status is None or charge.status is status
+    newer = matching - up_to_cursor + (1 if cursor_listed else 0)
+    return newer // limit + 1
 
 
 def _mode_name() -> str:
@@ -159,17 +88,19 @@ def _mode_name() -> str:
     return mode
 
 
-def _status() -> str | None:
+def _status() -> TransactionStatus | None:
     status = request.args.get("status") or None
     if status is not None and status not in PUBLIC_STATUSES:
         raise InvalidRequest(
             "status is one of: " + ", ".join(PUBLIC_STATUSES) + ".", param="status"
         )
-    return status
+    return STATUS_FOR_PUBLIC[status] if status else None
 
 
-def _limit() -> int:
-    text = request.args.get("limit") or str(DEFAULT_LIST_LIMIT)
+def _limit() -> int | None:
+    text = request.args.get("limit") or None
+    if text is None:
+        return None
     if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_LIST_LIMIT:
         raise InvalidRequest(f"limit is a number from 1 to {MAX_LIST_LIMIT}.", param="limit")
     return int(text)

@@ -21,12 +21,15 @@ from wtforms import (
 from wtforms.validators import AnyOf, DataRequired, Length, Optional, StopValidation
 
 from app.errors import InvalidRequest
-from app.models import EndpointStatus
+from app.models import EndpointStatus, RefundStrategy
 from app.pix.keys import PixKeyType
 from app.services import event_catalog, payouts
 from app.services.api_keys import MAX_LABEL_LENGTH
 from app.services.charges import MAX_DESCRIPTION
 from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
+from app.services.payments import DEFAULT_CURRENCY, MAX_CUSTOMER_NAME
+from app.services.receipts import METHOD_NAMES as METHOD_LABELS
+from app.services.refunds import MAX_REASON as MAX_REFUND_REASON
 
 REAIS = re.compile(r"([0-9]+)(?:[.,]([0-9]+))?")
 MAX_REAIS_LENGTH = 20
@@ -75,29 +78,37 @@ def reais_to_centavos(text: str) -> int:
     A float could lose a centavo. Raises ValueError with a message for the person typing:
     anything but digits with an optional comma or point, more than two decimals, or zero.
     """
+    return to_minor_units(text)
+
+
+def to_minor_units(text: str, unit: str = "reais", fraction: str = "centavos") -> int:
+    """An amount as typed in `unit` ("12,34") → integer minor units (1234), never a float."""
     match = REAIS.fullmatch(text.strip()) if len(text) <= MAX_REAIS_LENGTH else None
     if match is None:
-        raise ValueError("Enter an amount in reais, like 12,34.")
+        raise ValueError(f"Enter an amount in {unit}, like 12,34.")
     units, decimals = match.groups()
     if decimals is not None and len(decimals) > 2:
-        raise ValueError("Use at most two decimal places (centavos), like 12,34.")
-    centavos = int(Decimal(f"{units}.{decimals or 0}") * 100)
-    if centavos <= 0:
+        raise ValueError(f"Use at most two decimal places ({fraction}), like 12,34.")
+    minor = int(Decimal(f"{units}.{decimals or 0}") * 100)
+    if minor <= 0:
         raise ValueError("Enter an amount greater than zero.")
-    return centavos
+    return minor
 
 
 class ReaisField(StringField):
     """Typed as reais, held as integer centavos; the text typed is shown back on errors."""
 
+    UNIT, FRACTION = "reais", "centavos"
+    OPTIONAL = False  # True: left empty means "not given" (None), not an error
+
     def process_formdata(self, valuelist: list[str]) -> None:
         self.data = None
-        if valuelist:
-            self.data = reais_to_centavos(valuelist[0])
+        if valuelist and (valuelist[0].strip() or not self.OPTIONAL):
+            self.data = to_minor_units(valuelist[0], self.UNIT, self.FRACTION)
 
     def pre_validate(self, form: FlaskForm) -> None:
-        if self.data is None and not self.process_errors:
-            raise StopValidation("Enter an amount in reais, like 12,34.")
+        if self.data is None and not self.process_errors and not self.OPTIONAL:
+            raise StopValidation(f"Enter an amount in {self.UNIT}, like 12,34.")
 
     def _value(self) -> str:
         if self.raw_data:
@@ -105,23 +116,113 @@ class ReaisField(StringField):
         return "" if self.data is None else f"{self.data // 100},{self.data % 100:02d}"
 
 
+class AmountField(ReaisField):
+    """An amount in the payment's currency (two decimal places, like the money filter)."""
+
+    UNIT, FRACTION = "the payment's currency", "cents"
+
+
+class OptionalAmountField(AmountField):
+    OPTIONAL = True
+
+
 class TestChargeForm(FlaskForm):
     """A sandbox charge from the dashboard; the rules between fields are the service's.
 
     `idempotency_key` is generated when the form is rendered, so a second click or a
-    resubmitted page finds the first charge instead of creating another.
+    resubmitted page finds the first charge instead of creating another. It shares the
+    payments page with the test payment form: its ids are prefixed `charge-` so each label
+    names one field, while the names it posts stay those of the old charges page.
     """
 
-    amount = ReaisField("Amount (R$)")
-    description = StringField("Description", validators=[Optional(), Length(max=MAX_DESCRIPTION)])
-    expires_in = IntegerField("Expires in (seconds)", validators=[Optional()])
-    customer_name = StringField("Customer name", validators=[Optional(), Length(max=140)])
-    customer_document = StringField("Customer CPF or CNPJ", validators=[Optional(), Length(max=32)])
+    amount = ReaisField("Amount (R$)", id="charge-amount")
+    description = StringField(
+        "Description",
+        validators=[Optional(), Length(max=MAX_DESCRIPTION)],
+        id="charge-description",
+    )
+    expires_in = IntegerField(
+        "Expires in (seconds)", validators=[Optional()], id="charge-expires_in"
+    )
+    customer_name = StringField(
+        "Customer name", validators=[Optional(), Length(max=140)], id="charge-customer_name"
+    )
+    customer_document = StringField(
+        "Customer CPF or CNPJ",
+        validators=[Optional(), Length(max=32)],
+        id="charge-customer_document",
+    )
     expected_payer_tax_id = StringField(
-        "Accept payment only from CPF or CNPJ", validators=[Optional(), Length(max=32)]
+        "Accept payment only from CPF or CNPJ",
+        validators=[Optional(), Length(max=32)],
+        id="charge-expected_payer_tax_id",
     )
     idempotency_key = HiddenField(
-        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)]
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+        id="charge-idempotency_key",
+    )
+
+
+class TestPaymentForm(FlaskForm):
+    """A sandbox payment by one or more methods (`POST /v1/payments` rules, the service's).
+
+    The provider finalises it in a job right after it is created; `idempotency_key` is
+    generated when the form is rendered, so a second click finds the first payment.
+    """
+
+    amount = AmountField("Amount")
+    currency = StringField(
+        "Currency",
+        default=DEFAULT_CURRENCY,
+        validators=[DataRequired("Enter a currency code, like BRL."), Length(min=3, max=8)],
+    )
+    payment_methods = SelectMultipleField(
+        "Payment methods",
+        choices=[SelectChoice(method, label) for method, label in METHOD_LABELS.items()],
+        validators=[DataRequired("Choose at least one payment method.")],
+    )
+    customer_name = StringField(
+        "Customer name", validators=[Optional(), Length(max=MAX_CUSTOMER_NAME)]
+    )
+    customer_email = EmailField("Customer e-mail", validators=[Optional(), Length(max=254)])
+    phone = StringField("Phone for MB WAY", validators=[Optional(), Length(max=32)])
+    idempotency_key = HiddenField(
+        "Idempotency key",
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+    )
+
+
+class RefundForm(FlaskForm):
+    """Refund a paid transaction in full (amount left empty) or in part. The Pix options
+    (strategy, destination key, who pays the Pix-out fee) are read for Pix payments only;
+    every rule between them is the service's, shown beside the field it names."""
+
+    amount = OptionalAmountField("Amount to refund")
+    reason = StringField("Reason", validators=[Optional(), Length(max=MAX_REFUND_REASON)])
+    strategy = SelectField(
+        "Pix refund strategy",
+        choices=[
+            SelectChoice(RefundStrategy.CASHOUT.value, "Cashout: a new Pix to a key"),
+            SelectChoice(RefundStrategy.DEVOLUTION.value, "Devolution: return the Pix received"),
+        ],
+        default=RefundStrategy.CASHOUT.value,
+    )
+    destination_key = StringField(
+        "Destination Pix key", validators=[Optional(), Length(max=MAX_PIX_KEY_LENGTH)]
+    )
+    pass_fee_to_tenant = BooleanField("My wallet pays the Pix-out fee")
+    idempotency_key = HiddenField(
+        "Idempotency key",
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+    )
+
+
+class CancelPaymentForm(FlaskForm):
+    """The cancel button, with a key so a double click cancels once and answers twice."""
+
+    idempotency_key = HiddenField(
+        "Idempotency key",
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
     )
 
 

@@ -92,11 +92,11 @@ def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | Non
     ).all()
 
     method_volume = _sum(Transaction.amount)
-    by_method = db.session.execute(
-        sa.select(Transaction.paid_with, method_volume, sa.func.count())
+    by_method = db.session.execute(  # per currency too: amounts never add across currencies
+        sa.select(Transaction.paid_with, Transaction.currency, method_volume, sa.func.count())
         .where(*scope, paid, Transaction.paid_with.is_not(None))
-        .group_by(Transaction.paid_with)
-        .order_by(method_volume.desc(), Transaction.paid_with)
+        .group_by(Transaction.paid_with, Transaction.currency)
+        .order_by(method_volume.desc(), Transaction.paid_with, Transaction.currency)
     ).all()
 
     return {
@@ -115,8 +115,8 @@ def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | Non
         },
         "dailyVolume": _daily_volume(account_id, mode, window),
         "methodBreakdown": [
-            {"method": method, "volume": volume, "count": count}
-            for method, volume, count in by_method
+            {"method": method, "currency": code, "volume": volume, "count": count}
+            for method, code, volume, count in by_method
         ],
     }
 
@@ -151,9 +151,6 @@ def payment_metrics(
             # method's name from matching inside another's.
             _count_where(offered_as_text.like(f'%"{method}"%')).label(f"offered_{method}"),
             _count_where(paid_with_method).label(f"paid_{method}"),
-            _sum(sa.case((paid_with_method, Transaction.amount), else_=0)).label(
-                f"volume_{method}"
-            ),
         ]
     totals = db.session.execute(sa.select(*columns).where(*scope)).one()._mapping
 
@@ -186,7 +183,6 @@ def payment_metrics(
                 "offered": totals[f"offered_{method}"],
                 "paid": totals[f"paid_{method}"],
                 "conversionRate": _rate(totals[f"paid_{method}"], totals[f"offered_{method}"]),
-                "volume": totals[f"volume_{method}"],
             }
             for method in PAYMENT_METHODS
         ],

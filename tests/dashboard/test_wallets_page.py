@@ -75,7 +75,7 @@ def test_balances_and_the_statement_with_its_running_balance(client, merchant):
     assert response.status_code == 200
     text = _text(response)
     assert '<a href="/dashboard/wallets" aria-current="page">Wallets</a>' in text
-    assert text.index(">Charges</a>") < text.index(">Wallets</a>") < text.index(">Payouts</a>")
+    assert text.index(">Payments</a>") < text.index(">Wallets</a>") < text.index(">Payouts</a>")
     assert '<dt>Available</dt><dd class="amount figure">R$ 1.000,00</dd>' in text
     assert '<dt>Pending</dt><dd class="amount">R$ 0,00</dd>' in text
     assert '<dt>Total</dt><dd class="amount">R$ 1.000,00</dd>' in text

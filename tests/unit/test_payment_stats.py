@@ -207,9 +207,19 @@ def test_method_breakdown_is_by_volume_then_method(add, stats):
     add(sao_paulo(MONDAY, 9), 9_999, methods=("CRYPTO",))  # offered, never paid
 
     assert stats(1)["methodBreakdown"] == [
-        {"method": "MBWAY", "volume": 5_000, "count": 1},
-        {"method": "BOLETO", "volume": 2_000, "count": 1},
-        {"method": "PIX", "volume": 2_000, "count": 2},
+        {"method": "MBWAY", "currency": "BRL", "volume": 5_000, "count": 1},
+        {"method": "BOLETO", "currency": "BRL", "volume": 2_000, "count": 1},
+        {"method": "PIX", "currency": "BRL", "volume": 2_000, "count": 2},
+    ]
+
+
+def test_method_breakdown_never_adds_amounts_of_different_currencies(add, stats):
+    add(sao_paulo(MONDAY, 9), 1_000, methods=("CREDIT_CARD",), paid_after=PAID)
+    add(sao_paulo(MONDAY, 9), 2_000, methods=("CREDIT_CARD",), paid_after=PAID, currency="EUR")
+
+    assert stats(1)["methodBreakdown"] == [
+        {"method": "CREDIT_CARD", "currency": "EUR", "volume": 2_000, "count": 1},
+        {"method": "CREDIT_CARD", "currency": "BRL", "volume": 1_000, "count": 1},
     ]
 
 
@@ -253,12 +263,12 @@ def test_metrics_funnel_methods_and_outcomes(add, metrics):
         "awaitingToPaidRate": 0.6667,
     }
     assert result["byMethod"] == [
-        {"method": "PIX", "offered": 5, "paid": 2, "conversionRate": 0.4, "volume": 5_000},
-        {"method": "CREDIT_CARD", "offered": 4, "paid": 1, "conversionRate": 0.25, "volume": 500},
-        {"method": "MBWAY", "offered": 1, "paid": 0, "conversionRate": 0.0, "volume": 0},
-        {"method": "MULTIBANCO", "offered": 0, "paid": 0, "conversionRate": 0.0, "volume": 0},
-        {"method": "BOLETO", "offered": 1, "paid": 1, "conversionRate": 1.0, "volume": 1_000},
-        {"method": "CRYPTO", "offered": 0, "paid": 0, "conversionRate": 0.0, "volume": 0},
+        {"method": "PIX", "offered": 5, "paid": 2, "conversionRate": 0.4},
+        {"method": "CREDIT_CARD", "offered": 4, "paid": 1, "conversionRate": 0.25},
+        {"method": "MBWAY", "offered": 1, "paid": 0, "conversionRate": 0.0},
+        {"method": "MULTIBANCO", "offered": 0, "paid": 0, "conversionRate": 0.0},
+        {"method": "BOLETO", "offered": 1, "paid": 1, "conversionRate": 1.0},
+        {"method": "CRYPTO", "offered": 0, "paid": 0, "conversionRate": 0.0},
     ]
     assert result["outcomes"] == {
         "expired": {"count": 1, "share": 0.125},
