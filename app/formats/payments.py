@@ -100,6 +100,8 @@ def payment_event_data(
         "previousStatus": str(previous_status) if previous_status else None,
         "occurredAt": occurred_at.isoformat(),
     }
+    if transaction.customer_id is not None:
+        data["customerId"] = transaction.customer_id  # the contract: "echoed in webhooks"
     if transaction.status in SETTLED:
         data |= {
             "paidWith": transaction.paid_with,

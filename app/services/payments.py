@@ -51,25 +51,26 @@ FINALISE_JOB = "app.jobs.payments.finalise_payment"
 FINALISE_GRACE = timedelta(seconds=5)  # a payment's own job normally runs well within this
 DEFAULT_PAGE_LIMIT = 20
 MAX_PAGE_LIMIT = 100
+MAX_PAGE = 2**31 - 1  # keeps the row offset within what SQLite and PostgreSQL take
 NO_PROVIDER_REFERENCE = "TRANSACTION_HAS_NO_PROVIDER_REFERENCE"
-# The legacy event that re-announces each status (POST …/resend-webhook).
-STATUS_EVENT = {
-    S.WAITING_PAYMENT: "payment.created",
-    S.PAID: "payment.completed",
-    S.APPROVED: "payment.completed",
-    S.REFUSED: "payment.failed",
-    S.CANCELLED: "payment.failed",
-    S.CHARGEBACK: "payment.failed",
-    S.DISPUTE: "payment.failed",
-    S.EXPIRED: "payment.expired",
-    S.REFUNDED: "payment.refunded",
+# The legacy events that re-announce each status (POST …/resend-webhook): the ones entering
+# it fired (an expiry fires both payment.expired and payment.failed).
+STATUS_EVENTS = {
+    S.WAITING_PAYMENT: ("payment.created",),
+    S.PAID: ("payment.completed",),
+    S.APPROVED: ("payment.completed",),
+    S.REFUSED: ("payment.failed",),
+    S.CANCELLED: ("payment.failed",),
+    S.CHARGEBACK: ("payment.failed",),
+    S.DISPUTE: ("payment.failed",),
+    S.EXPIRED: ("payment.expired", "payment.failed"),
+    S.REFUNDED: ("payment.refunded",),
 }
-# Sort keys of GET /v1/payments: every top-level field of the payment object.
-_NET_AMOUNT = (
-    Transaction.amount
-    - sa.func.coalesce(Transaction.provider_fee, 0)
-    - sa.func.coalesce(Transaction.platform_fee, 0)
-)
+# Sort keys of GET /v1/payments: every top-level field of the payment object, as shown (a
+# field shown null sorts as null, so last). `status` is replaced per request by the status a
+# reader sees (`_shown_status`).
+_NET_AMOUNT = Transaction.amount - Transaction.provider_fee - Transaction.platform_fee
+_BOLETO_PDF_URL = sa.case((Transaction.boleto_barcode.is_not(None), Transaction.id))
 SORTABLE = {
     "id": Transaction.id,
     "status": Transaction.status,
@@ -86,7 +87,7 @@ SORTABLE = {
     "mbExpiresAt": Transaction.mb_expires_at,
     "boletoBarcode": Transaction.boleto_barcode,
     "boletoLine": Transaction.boleto_line,
-    "boletoPdfUrl": Transaction.boleto_barcode,
+    "boletoPdfUrl": _BOLETO_PDF_URL,  # …/checkout/<id>/boleto.pdf
     "boletoExpiresAt": Transaction.boleto_expires_at,
     "cryptoAddress": Transaction.crypto_address,
     "cryptoAmount": Transaction.crypto_amount,
@@ -136,13 +137,17 @@ def create_payment(account_id: str, mode: KeyMode, new: NewPayment) -> Transacti
     _require_support(provider, fields["payment_methods"], fields["currency"], new.amount)
     now = utcnow()
     fraud.check_velocity(account_id, mode, fields["payer_document"], now)
+    expires_in = db.session.get(Account, account_id).charge_expires_in
     payment = Transaction(
         account_id=account_id,
         mode=mode,
         origin=Origin.PAYMENTS,
         status=S.PENDING,
         provider=provider.name,
-        expires_in=db.session.get(Account, account_id).charge_expires_in,
+        expires_in=expires_in,
+        # Provisional until finalisation sets the methods' own deadline: without one a PENDING
+        # payment would not count as open for the velocity guard, which counts unexpired ones.
+        expires_at=now + timedelta(seconds=expires_in),
         created_at=now,
         updated_at=now,
         **fields,
@@ -156,8 +161,9 @@ def create_payment(account_id: str, mode: KeyMode, new: NewPayment) -> Transacti
 def finalise(transaction_id: str) -> Transaction:
     """Ask the provider for every requested method's instructions; WAITING_PAYMENT when all
     came, REFUSED (reason in `metadata.failure`) when the provider refused one. Only a
-    PENDING payment is finalised, so a second run, or one after a cancel, does nothing."""
-    payment = transactions.lock(transaction_id)
+    PENDING payment is finalised, so a second run, or one after a cancel, does nothing; one
+    whose window elapsed before it could be finalised expires instead."""
+    payment = charges.expire_if_due(transactions.lock(transaction_id))
     if payment.status is not S.PENDING:
         return payment
     provider = provider_named(payment.provider, payment.mode)
@@ -204,15 +210,16 @@ def list_payments(
     account_id: str, mode: KeyMode, query: PaymentQuery
 ) -> tuple[list[Transaction], int]:
     """One page of the account's transactions and how many match in all."""
+    now = utcnow()
     conditions = [Transaction.account_id == account_id, Transaction.mode == mode]
     if query.status is not None:
-        conditions.append(charges.status_condition({query.status}, utcnow()))
+        conditions.append(charges.status_condition({query.status}, now))
     if query.start is not None:
         conditions.append(Transaction.created_at >= query.start)
     if query.end is not None:
         conditions.append(Transaction.created_at <= query.end)
     total = db.session.scalar(sa.select(sa.func.count()).where(*conditions))
-    key = SORTABLE[query.sort_by]
+    key = _shown_status(now) if query.sort_by == "status" else SORTABLE[query.sort_by]
     order = [key.desc(), Transaction.id.desc()] if query.descending else [key.asc(), Transaction.id]
     rows = db.session.scalars(
         sa.select(Transaction)
@@ -221,7 +228,18 @@ def list_payments(
         .offset((query.page - 1) * query.limit)
         .limit(query.limit)
     ).all()
-    return [charges.expire_if_due(row) for row in rows], total
+    return [charges.expire_if_due(row, now) for row in rows], total
+
+
+def _shown_status(now: datetime):
+    """The status as the list shows it: an unpaid transaction past its deadline is EXPIRED
+    before the expiry sweep stores it (as `charges.status_condition` filters)."""
+    overdue = sa.and_(
+        Transaction.status.in_(transactions.AWAITING_PAYMENT), Transaction.expires_at <= now
+    )
+    return sa.case(
+        (overdue, sa.literal(S.EXPIRED.value)), else_=sa.cast(Transaction.status, sa.String)
+    )
 
 
 def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
@@ -282,19 +300,21 @@ def resend_webhook(account_id: str, mode: KeyMode, payment_id: str) -> dict:
     """Announce the current status again as a fresh event (new `evt_` id, so every endpoint
     gets a new delivery); `resent` is false when no status event exists or nobody listens."""
     payment = get_payment(account_id, mode, payment_id)
-    event_type = STATUS_EVENT.get(payment.status)
-    answer = {"resent": False, "status": str(payment.status)}
-    if event_type is None or not webhooks.has_listener(payment, event_type):
-        return answer
-    record_event(
-        payment.account_id,
-        payment.mode,
-        event_type,
-        _last_announcement(payment, event_type),
-        subject_type="transaction",
-        subject_id=payment.id,
-    )
-    return answer | {"resent": True}
+    heard = [
+        event_type
+        for event_type in STATUS_EVENTS.get(payment.status, ())
+        if webhooks.has_listener(payment, event_type)
+    ]
+    for event_type in heard:
+        record_event(
+            payment.account_id,
+            payment.mode,
+            event_type,
+            _last_announcement(payment, event_type),
+            subject_type="transaction",
+            subject_id=payment.id,
+        )
+    return {"resent": bool(heard), "status": str(payment.status)}
 
 
 def provider_status(account_id: str, mode: KeyMode, payment_id: str) -> dict:
@@ -484,7 +504,7 @@ def _customer_document(value: str | None) -> str | None:
     if document is None:
         return None
     document = strip_formatting(document).upper()
-    if not document.isalnum():
+    if not (document.isascii() and document.isalnum()):
         raise InvalidRequest(
             "customerDocument holds letters and digits (formatting such as . - / is removed).",
             param="customerDocument",
