@@ -238,7 +238,7 @@ def _expire(charge: Transaction, now: datetime) -> None:
         "failure": failure(
             "The payment window ended before it was paid.",
             "expired",
-            ttl_seconds=charge.expires_in,
+            ttl_seconds=charge.expires_in if charge.pix_br_code else None,
             at=now,
         ),
     }

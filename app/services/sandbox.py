@@ -63,10 +63,10 @@ def pay_by_method(
         raise InvalidRequest(
             f"This transaction offers {', '.join(offered)}, not {method}.", param="method"
         )
-    if method == payments.PIX:
-        simulate_payment(transaction)
-        return transaction
     locked = transactions.lock(transaction.id)
+    if method == payments.PIX and locked.status is not TransactionStatus.PENDING:
+        simulate_payment(locked)  # also when no longer payable: the Pix is then returned
+        return locked
     if locked.status is not TransactionStatus.WAITING_PAYMENT:
         raise Conflict(
             f"A {locked.status} transaction cannot be paid.", code="transaction_not_payable"

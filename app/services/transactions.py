@@ -41,6 +41,9 @@ EVENTS_ON_ENTRY: dict[TransactionStatus, tuple[str, ...]] = {
     S.CANCELLED: ("charge.failed", "payment.failed"),
     S.EXPIRED: ("charge.expired", "payment.expired", "payment.failed"),
     S.REFUNDED: ("payment.refunded",),
+    # A dispute sends no charge.* event (the contract); the legacy family reports it failed.
+    S.DISPUTE: ("payment.failed",),
+    S.CHARGEBACK: ("payment.failed",),
 }
 
 

@@ -948,7 +948,7 @@ def test_sandbox_payment_needs_an_offered_method_once(app, redis, client, accoun
     assert_error(response, 409, "conflict_error", "transaction_not_payable")
     pending_pix = created(client, api_key)
     response = pay(client, api_key, pending_pix["id"])  # no Pix code issued yet
-    assert response.status_code == 409 and response.get_json()["error"]["type"] == "conflict_error"
+    assert_error(response, 409, "conflict_error", "transaction_not_payable")
     assert get(client, api_key, pending_pix["id"]).get_json()["status"] == "PENDING"
     assert count_rows(app, LedgerPosting) == 1  # the boleto's only
     live_key = factories.make_api_key(app, account_id, KeyMode.LIVE)

@@ -557,6 +557,18 @@ def test_recovering_twice_does_not_duplicate(app, client, api_key, receiver, red
         assert response.get_json() == {"recovered": expected}
 
 
+@pytest.mark.parametrize("since", ["0001-01-01T00:00:00+01:00", "2026-11-01", "soon"])
+def test_recover_refuses_a_since_it_cannot_use(client, api_key, receiver, since):
+    """A zone that pushes the instant before year 1 used to reach the database (500)."""
+    endpoint = _register(client, api_key, receiver.url, events=("charge.created",))
+    response = client.post(
+        f"/v1/webhooks/endpoints/{endpoint['id']}/recover",
+        json={"since": since},
+        headers={"apikey": api_key},
+    )
+    assert_error(response, 400, "invalid_request_error", "invalid_request", param="since")
+
+
 def test_an_unknown_event_type_filter_is_400(client, api_key):
     response = client.get(
         "/v1/webhooks/deliveries?eventType=charge.exploded", headers={"apikey": api_key}

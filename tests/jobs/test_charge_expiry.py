@@ -7,7 +7,7 @@ from rq import SimpleWorker
 from app.extensions import get_queue
 from app.jobs import charges as charge_jobs
 from app.models.base import utcnow
-from tests.support import factories
+from tests.support import factories, payments
 from tests.support.charges import created, event_types, events, get, update_row
 
 
@@ -52,3 +52,13 @@ def test_a_read_after_expiry_shows_expired_without_the_job(app, client):
     listed = client.get("/v1/charges", headers={"apikey": key}).get_json()["data"]
     assert listed[0]["status"] == "expired"
     assert event_types(app, charge["id"]).count("charge.expired") == 1
+
+
+def test_an_expired_payment_without_pix_has_no_qr_lifetime(app, client, redis):
+    """`ttlSeconds` is the QR code's lifetime; a boleto payment never had one."""
+    key = factories.make_api_key(app, factories.make_account(app))
+    boleto = payments.finalised(app, redis, client, key, paymentMethods=["BOLETO"])
+    update_row(app, boleto["id"], expires_at=utcnow() - timedelta(seconds=1))
+    assert _run_expiry_job(app, redis) == 1
+    failure = payments.get(client, key, boleto["id"]).get_json()["metadata"]["failure"]
+    assert failure["providerErrorCode"] == "expired" and "ttlSeconds" not in failure

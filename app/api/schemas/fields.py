@@ -17,12 +17,24 @@ class StrictBoolean(ma.fields.Boolean):
         return value
 
 
-class DateTimeParam(ma.fields.AwareDateTime):
-    """An ISO 8601 date-time (UTC when it has no zone). A bare date is refused: as an
-    inclusive upper bound it would silently mean midnight and drop the whole day."""
+class UtcDateTime(ma.fields.AwareDateTime):
+    """An ISO 8601 date-time held in UTC (UTC when it has no zone). An instant UTC cannot hold
+    (a zone pushing year 1 or 9999 over the edge) is a 400, never an error in the database."""
 
     def __init__(self, **kwargs):
         super().__init__(default_timezone=UTC, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        moment = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return moment.astimezone(UTC)
+        except OverflowError as error:
+            raise ma.ValidationError("The date is out of range.") from error
+
+
+class DateTimeParam(UtcDateTime):
+    """A date-time only. A bare date is refused: as an inclusive upper bound it would
+    silently mean midnight and drop the whole day."""
 
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
@@ -49,13 +61,13 @@ class QueryArgsSchema(ma.Schema):
         return data
 
 
-class DateBoundParam(ma.fields.AwareDateTime):
-    """An ISO 8601 date-time (UTC when it has no zone), or a bare date meaning its whole UTC
-    day: its first instant as a lower bound (`end=False`), its last as an inclusive upper
-    bound (`end=True`), so `endDate=2026-11-21` keeps everything created that day."""
+class DateBoundParam(UtcDateTime):
+    """A date-time, or a bare date meaning its whole UTC day: its first instant as a lower
+    bound (`end=False`), its last as an inclusive upper bound (`end=True`), so
+    `endDate=2026-11-21` keeps everything created that day."""
 
     def __init__(self, *, end: bool, **kwargs):
-        super().__init__(default_timezone=UTC, **kwargs)
+        super().__init__(**kwargs)
         self.end = end
 
     def _deserialize(self, value, attr, data, **kwargs):

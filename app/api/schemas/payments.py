@@ -2,8 +2,6 @@
 "Payment operations" section. Types and shapes are checked here (400 with `details`); the
 rules between fields are the services', so the dashboard forms get them too."""
 
-from datetime import UTC
-
 import marshmallow as ma
 
 from app.api.schemas.fields import DateBoundParam, QueryArgsSchema, StrictBoolean
@@ -85,28 +83,16 @@ class PaymentCreateSchema(ma.Schema):
         )
 
 
-class _UtcDateBound(DateBoundParam):
-    """A `DateBoundParam` held in UTC; an instant UTC cannot hold (a zone pushing year 1 or
-    9999 over the edge) is a 400 here rather than an error when the database gets it."""
-
-    def _deserialize(self, value, attr, data, **kwargs):
-        moment = super()._deserialize(value, attr, data, **kwargs)
-        try:
-            return moment.astimezone(UTC)
-        except OverflowError as error:
-            raise ma.ValidationError("The date is out of range.") from error
-
-
 class PaymentQuerySchema(QueryArgsSchema):
     page = ma.fields.Integer(load_default=1, validate=ma.validate.Range(min=1, max=MAX_PAGE))
     limit = ma.fields.Integer(
         load_default=DEFAULT_PAGE_LIMIT, validate=ma.validate.Range(min=1, max=MAX_PAGE_LIMIT)
     )
     status = ma.fields.String(validate=ma.validate.OneOf(STATUSES))
-    startDate = _UtcDateBound(
+    startDate = DateBoundParam(
         end=False, metadata={"description": "Inclusive, on createdAt; a date means 00:00Z."}
     )
-    endDate = _UtcDateBound(
+    endDate = DateBoundParam(
         end=True, metadata={"description": "Inclusive, on createdAt; a date means its whole day."}
     )
     sortBy = ma.fields.String(load_default="createdAt", validate=ma.validate.OneOf(SORTABLE))
@@ -145,6 +131,7 @@ class DailyVolumeSchema(ma.Schema):
 
 class MethodVolumeSchema(ma.Schema):
     method = ma.fields.String()
+    currency = ma.fields.String()
     volume = ma.fields.Integer()
     count = ma.fields.Integer()
 
