@@ -119,6 +119,7 @@ class PaymentFilters(QueryFilters):
 
     mode: str = "test"
     status: str | None = None
+    method: str | None = None
     startDate: str | None = None  # noqa: N815 (the API's query names)
     endDate: str | None = None  # noqa: N815
     limit: int = DEFAULT_PAGE_LIMIT
@@ -126,7 +127,7 @@ class PaymentFilters(QueryFilters):
 
     @property
     def filtered(self) -> bool:
-        return bool(self.status or self.startDate or self.endDate)
+        return bool(self.status or self.method or self.startDate or self.endDate)
 
     def query(self, **changes) -> PaymentQuery:
         """The service's query for these filters (newest first), with `changes` applied."""
@@ -139,6 +140,7 @@ class PaymentFilters(QueryFilters):
             page=self.page,
             limit=self.limit,
             status=TransactionStatus(self.status) if self.status else None,
+            method=self.method,
             start=start,
             end=end,
         )
@@ -544,6 +546,11 @@ def _filters() -> PaymentFilters:
     status = request.args.get("status") or None
     if status is not None and status not in STATUSES:
         raise InvalidRequest("status is one of: " + ", ".join(STATUSES) + ".", param="status")
+    method = request.args.get("method") or None
+    if method is not None and method not in payments.METHODS:
+        raise InvalidRequest(
+            "method is one of: " + ", ".join(payments.METHODS) + ".", param="method"
+        )
     start = _date_arg("startDate")
     end = _date_arg("endDate")
     if start and end and start > end:
@@ -551,6 +558,7 @@ def _filters() -> PaymentFilters:
     return PaymentFilters(
         mode=mode_arg(),
         status=status,
+        method=method,
         startDate=start,
         endDate=end,
         limit=_limit(),

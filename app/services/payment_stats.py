@@ -23,6 +23,7 @@ from app.extensions import db
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.services.business_days import SAO_PAULO, is_business_day
+from app.services.payments import offers
 
 MAX_DAYS = 3660
 DAILY_POINTS = 366  # dailyVolume keeps the most recent days only
@@ -135,7 +136,6 @@ def payment_metrics(
     if currency is not None:
         scope.append(Transaction.currency == currency)
     paid = Transaction.paid_at.is_not(None)
-    offered_as_text = sa.cast(Transaction.payment_methods, sa.Text)
 
     columns = [
         sa.func.count().label("created"),
@@ -147,9 +147,7 @@ def payment_metrics(
     for method in PAYMENT_METHODS:
         paid_with_method = Transaction.paid_with == method
         columns += [
-            # The JSON text is `["PIX", "BOLETO"]` on both backends; the quotes keep one
-            # method's name from matching inside another's.
-            _count_where(offered_as_text.like(f'%"{method}"%')).label(f"offered_{method}"),
+            _count_where(offers(method)).label(f"offered_{method}"),
             _count_where(paid_with_method).label(f"paid_{method}"),
         ]
     totals = db.session.execute(sa.select(*columns).where(*scope)).one()._mapping

@@ -191,6 +191,22 @@ def test_status_filter_keeps_to_one_status_and_survives_a_reload(
     assert 'href="/dashboard/payments?mode=test">show all test payments</a>' in empty
 
 
+def test_method_filter_keeps_transactions_offering_it(app, redis, client, owner, api_key):
+    both = finalised(app, redis, client, api_key, paymentMethods=["PIX", "BOLETO"])["id"]
+    pix = finalised(app, redis, client, api_key)["id"]
+    card = finalised(app, redis, client, api_key, paymentMethods=["CREDIT_CARD"], currency="EUR")[
+        "id"
+    ]
+    sign_in(client, owner)
+    assert _rows(_text(client.get(f"{PAGE}?method=PIX"))) == [pix, both]
+    boleto = client.get(f"{PAGE}?method=BOLETO").get_data(as_text=True)
+    assert _rows(_text(client.get(f"{PAGE}?method=BOLETO"))) == [both]
+    assert '<option value="BOLETO" selected>' in boleto
+    assert "method=BOLETO" in re.search(r'href="(/dashboard/payments/export\.csv[^"]*)"', boleto)[1]
+    assert _rows(_text(client.get(f"{PAGE}?method=CREDIT_CARD"))) == [card]
+    assert client.get(f"{PAGE}?method=PAYPAL").status_code == 400
+
+
 def test_date_filters_are_sao_paulo_days_both_included(app, redis, client, owner, api_key):
     late = created(client, api_key)["id"]  # 19/11 23:30 in São Paulo, 20/11 in UTC
     _set_created_at(app, late, datetime(2026, 11, 20, 2, 30, tzinfo=UTC))
