@@ -894,7 +894,9 @@ def test_stats_have_every_field_of_the_contract(app, redis, client, api_key):
     assert stats["todayTransactions"] == 2 and stats["successRate"] == 0.5
     assert stats["volumeByCurrency"] == [{"currency": "BRL", "volume": 25_000, "count": 1}]
     assert stats["todayVolumeByCurrency"] == {"BRL": 25_000}
-    assert {"method": "PIX", "volume": 25_000, "count": 1} in stats["methodBreakdown"]
+    assert {"method": "PIX", "currency": "BRL", "volume": 25_000, "count": 1} in stats[
+        "methodBreakdown"
+    ]
     today = datetime.now(SAO_PAULO).date().isoformat()
     assert 7 <= len(stats["dailyVolume"]) <= 366
     assert stats["dailyVolume"][-1] == {"date": today, "currencies": {"BRL": 25_000}}
