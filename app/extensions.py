@@ -124,7 +124,11 @@ login_manager = LoginManager()
 csrf = CSRFProtect()
 api = AcmeApi()
 
-QUEUE_NAMES = ("default", "periodic")
+# In priority order: a worker always takes waiting `urgent` jobs first (a payment being
+# finalised, a refund being submitted: someone waits on them) before relays, deliveries and
+# payouts (`default`) and the periodic sweeps.
+URGENT_QUEUE = "urgent"
+QUEUE_NAMES = (URGENT_QUEUE, "default", "periodic")
 
 
 @event.listens_for(Engine, "connect")

@@ -84,7 +84,8 @@ class Transaction(db.Model):
     expires_in: Mapped[int | None]
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider: Mapped[str | None] = mapped_column(sa.String(32))
-    provider_reference: Mapped[str | None] = mapped_column(sa.String(64))
+    # The provider's reference of each method's instructions: {"PIX": txid, "BOLETO": …}.
+    provider_references: Mapped[dict] = mapped_column(JSONType, default=dict)
     finalised_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     pix_txid: Mapped[str | None] = mapped_column(sa.String(35))
     pix_br_code: Mapped[str | None] = mapped_column(sa.String(512))
@@ -110,6 +111,16 @@ class Transaction(db.Model):
     paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    @property
+    def reference_method(self) -> str:
+        """The method the provider is asked about: the one that paid, else the first."""
+        return self.paid_with or self.payment_methods[0]
+
+    @property
+    def provider_reference(self) -> str | None:
+        """The provider's reference of `reference_method`'s instructions, if issued."""
+        return (self.provider_references or {}).get(self.reference_method)
 
     @property
     def net_amount(self) -> int | None:

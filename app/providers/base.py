@@ -20,7 +20,12 @@ class ProviderError(Exception):
         self.code = code
 
 
-class PayoutRejected(ProviderError):
+class ProviderRefused(ProviderError):
+    """The provider definitively refused: nothing happened at its end, so the caller may
+    treat the operation as failed for good (a plain ProviderError's outcome is unknown)."""
+
+
+class PayoutRejected(ProviderRefused):
     """The acquirer definitively refused the payout: no money left, it is safe to refund."""
 
 
@@ -144,7 +149,8 @@ class PaymentProvider(ABC):
 
     @abstractmethod
     def create_payment(self, request: PaymentRequest) -> PaymentInstructions:
-        """Produce the payer's instructions for a method other than Pix."""
+        """Produce the payer's instructions for a method other than Pix; ProviderRefused
+        when the provider will not take the payment, ProviderError when it did not answer."""
 
     @abstractmethod
     def payment_status(self, method: str, provider_reference: str) -> ProviderStatus:
@@ -156,8 +162,9 @@ class PaymentProvider(ABC):
 
     @abstractmethod
     def refund(self, request: RefundRequest) -> str:
-        """Start a refund; returns the provider's reference to poll. Raises ProviderError
-        when it could not be started (safe to retry with the same request)."""
+        """Start a refund; returns the provider's reference to poll. Raises ProviderRefused
+        when it is refused for good, ProviderError when the outcome is unknown (retry with
+        the same request: `reference` makes it idempotent)."""
 
     @abstractmethod
     def refund_status(self, provider_reference: str) -> RefundState:

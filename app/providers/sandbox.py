@@ -37,6 +37,7 @@ from app.providers.base import (
     PixChargeRequest,
     PixReturn,
     ProviderError,
+    ProviderRefused,
     ProviderStatus,
     RefundRequest,
     RefundState,
@@ -95,12 +96,12 @@ class SandboxProvider(PaymentProvider):
 
     def create_payment(self, request: PaymentRequest) -> PaymentInstructions:
         if request.amount == FAILING_AMOUNT:
-            raise ProviderError(
+            raise ProviderRefused(
                 "Sandbox: the provider refused the payment (test amount 503,00).",
                 code="sandbox_refused",
             )
         now = utcnow()
-        reference = f"sbx_{request.method.lower()}_{request.reference.replace('-', '')}"
+        reference = f"sbx_{request.method.lower()}_{uuid.UUID(request.reference).hex}"
         if request.method == "CREDIT_CARD":
             return PaymentInstructions(
                 provider_reference=reference,
@@ -132,7 +133,7 @@ class SandboxProvider(PaymentProvider):
                 crypto_network=CRYPTO_NETWORK,
                 crypto_currency=request.currency,
             )
-        raise ProviderError(f"Sandbox: {request.method} is not offered.", code="unsupported")
+        raise ProviderRefused(f"Sandbox: {request.method} is not offered.", code="unsupported")
 
     def _boleto(self, request: PaymentRequest, reference: str, now: datetime):
         """Due in three business days; payable until the end of the due date in São Paulo."""
@@ -156,9 +157,7 @@ class SandboxProvider(PaymentProvider):
         if method == "PIX":
             status = self.charge_status(provider_reference)
             return ProviderStatus(status=status, raw={"txid": provider_reference, "status": status})
-        transaction = db.session.scalar(
-            sa.select(Transaction).where(Transaction.provider_reference == provider_reference)
-        )
+        transaction = db.session.get(Transaction, _reference_id(provider_reference))
         if transaction is None:
             raise ProviderError("Sandbox: no payment has this reference.", code="not_found")
         status = ACQUIRER_STATUS[transaction.status.name]
@@ -195,7 +194,7 @@ class SandboxProvider(PaymentProvider):
 
     def create_charge(self, request: PixChargeRequest) -> PixCharge:
         if request.amount == FAILING_AMOUNT:
-            raise ProviderError(
+            raise ProviderRefused(
                 "Sandbox: the PSP refused to create the charge (test amount R$ 503,00).",
                 code="sandbox_refused",
             )
@@ -208,7 +207,7 @@ class SandboxProvider(PaymentProvider):
                 amount_cents=request.amount,
             )
         except brcode.BrCodeError as error:
-            raise ProviderError(
+            raise ProviderRefused(
                 f"Sandbox: no BR Code could be built ({error}).", "invalid_brcode"
             ) from error
         return PixCharge(
@@ -242,3 +241,11 @@ class SandboxProvider(PaymentProvider):
         suffix = "".join(ALPHANUMERIC[int(digest[i : i + 2], 16) % 62] for i in range(0, 22, 2))
         stamp = request.requested_at.astimezone(UTC).strftime("%Y%m%d%H%M")
         return PayoutSent(reference=f"E{SANDBOX_ISPB}{stamp}{suffix}")
+
+
+def _reference_id(provider_reference: str) -> str:
+    """Our transaction id inside one of the sandbox's references (`sbx_<method>_<hex>`)."""
+    try:
+        return str(uuid.UUID(provider_reference.rsplit("_", 1)[-1]))
+    except ValueError as error:
+        raise ProviderError("Sandbox: not a sandbox reference.", code="not_found") from error

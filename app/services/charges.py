@@ -133,7 +133,7 @@ def apply_pix(transaction: Transaction, pix: PixCharge) -> None:
     transaction.pix_br_code = pix.br_code
     transaction.pix_location_id = pix.location_id
     transaction.pix_expires_at = pix.expires_at
-    transaction.provider_reference = transaction.provider_reference or pix.txid
+    transaction.provider_references = {**transaction.provider_references, PIX: pix.txid}
 
 
 def get_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from app.config import PAYMENT_METHODS
 from app.errors import InvalidRequest, ServiceUnavailable, Unprocessable
-from app.extensions import db
+from app.extensions import URGENT_QUEUE, db
 from app.formats.charges import raw_id
 from app.formats.payments import TRANSACTION_ID_PREFIX, payment_event_data
 from app.jobs.queueing import enqueue_after_commit
@@ -29,6 +29,7 @@ from app.providers.base import (
     PaymentRequest,
     PixChargeRequest,
     ProviderError,
+    ProviderRefused,
     ProviderStatus,
 )
 from app.services import charges, customers, fraud, pix_payments, settlement, transactions, webhooks
@@ -155,7 +156,7 @@ def create_payment(account_id: str, mode: KeyMode, new: NewPayment) -> Transacti
     )
     db.session.add(payment)
     db.session.flush()
-    enqueue_after_commit(db.session(), "default", FINALISE_JOB, payment.id)
+    enqueue_after_commit(db.session(), URGENT_QUEUE, FINALISE_JOB, payment.id)
     return payment
 
 
@@ -163,7 +164,9 @@ def finalise(transaction_id: str) -> Transaction:
     """Ask the provider for every requested method's instructions; WAITING_PAYMENT when all
     came, REFUSED (reason in `metadata.failure`) when the provider refused one. Only a
     PENDING payment is finalised, so a second run, or one after a cancel, does nothing; one
-    whose window elapsed before it could be finalised expires instead."""
+    whose window elapsed before it could be finalised expires instead. On a refusal the
+    instructions already issued are withdrawn and cleared. A ProviderError of unknown outcome
+    (a timeout) propagates: the payment stays PENDING and the sweep asks again."""
     payment = charges.expire_if_due(transactions.lock(transaction_id))
     if payment.status is not S.PENDING:
         return payment
@@ -171,7 +174,9 @@ def finalise(transaction_id: str) -> Transaction:
     account = db.session.get(Account, payment.account_id)
     try:
         deadlines = [_instruct(payment, m, provider, account) for m in payment.payment_methods]
-    except ProviderError as error:
+    except ProviderRefused as error:
+        settlement.withdraw_instructions(payment, provider)
+        _clear_instructions(payment)
         payment.metadata_ = {
             **payment.metadata_,
             "failure": charges.failure(error.message, error.code),
@@ -263,14 +268,12 @@ def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
         )
     if payment.status is S.PROCESSING:
         pix_payments.return_held_on_cancel(payment)
-    if payment.provider_reference:
-        provider = provider_named(payment.provider, payment.mode)
-        try:
-            provider.cancel_payment(_reference_method(payment), payment.provider_reference)
-        except ProviderError as error:
-            raise ServiceUnavailable(
-                f"The provider could not cancel the payment ({error.message}); retry."
-            ) from error
+    try:
+        settlement.withdraw_instructions(payment, provider_named(payment.provider, payment.mode))
+    except ProviderError as error:
+        raise ServiceUnavailable(
+            f"The provider could not cancel the payment ({error.message}); retry."
+        ) from error
     payment.metadata_ = {
         **payment.metadata_,
         "failure": charges.failure("Cancelled by the merchant.", "canceled"),
@@ -345,7 +348,7 @@ def provider_status(account_id: str, mode: KeyMode, payment_id: str) -> dict:
 def _ask_provider(payment: Transaction) -> ProviderStatus:
     provider = provider_named(payment.provider, payment.mode)
     try:
-        return provider.payment_status(_reference_method(payment), payment.provider_reference)
+        return provider.payment_status(payment.reference_method, payment.provider_reference)
     except ProviderError as error:
         raise ServiceUnavailable(
             f"The provider did not answer ({error.message}); retry with backoff."
@@ -400,7 +403,7 @@ def _instruct(
             return_url=metadata.get(RETURN_URL_KEY) if method == CARD else None,
         )
     )
-    payment.provider_reference = payment.provider_reference or given.provider_reference
+    payment.provider_references = {**payment.provider_references, method: given.provider_reference}
     if method == CARD:
         payment.card_redirect_url = given.card_redirect_url
     elif method == "MULTIBANCO":
@@ -416,11 +419,30 @@ def _instruct(
     return given.expires_at
 
 
-def _reference_method(payment: Transaction) -> str:
-    """Which method `provider_reference` belongs to: the first one finalised."""
-    if payment.pix_txid and payment.provider_reference == payment.pix_txid:
-        return PIX
-    return next((m for m in payment.payment_methods if m != PIX), PIX)
+INSTRUCTION_COLUMNS = (
+    "pix_txid",
+    "pix_br_code",
+    "pix_location_id",
+    "pix_expires_at",
+    "card_redirect_url",
+    "mb_entity",
+    "mb_reference",
+    "mb_expires_at",
+    "boleto_barcode",
+    "boleto_line",
+    "boleto_expires_at",
+    "crypto_address",
+    "crypto_amount",
+    "crypto_network",
+    "crypto_currency",
+)
+
+
+def _clear_instructions(payment: Transaction) -> None:
+    """A refused payment shows no instructions: nothing of it can be paid."""
+    for column in INSTRUCTION_COLUMNS:
+        setattr(payment, column, None)
+    payment.provider_references = {}
 
 
 def _raw(payment_id: str) -> str:

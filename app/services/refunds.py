@@ -12,13 +12,14 @@ FAILED. A job submits the refund right after the request commits; an `rq cron` j
 any whose job never ran and polls the provider for the ones in progress.
 """
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
 from app.errors import InvalidRequest, Unprocessable
-from app.extensions import db
+from app.extensions import URGENT_QUEUE, db
 from app.formats.payments import payment_event_data, refund_event_data
 from app.jobs.queueing import enqueue_after_commit
 from app.models import (
@@ -35,11 +36,12 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix import keys
 from app.providers import provider_named
-from app.providers.base import ProviderError, RefundRequest
+from app.providers.base import ProviderError, ProviderRefused, RefundRequest
 from app.services import fees, ledger, payments, transactions
 from app.services.events import record_event
 from app.services.ledger import Line
 
+log = logging.getLogger(__name__)
 S = TransactionStatus
 R = RefundStatus
 REFUNDABLE = frozenset({S.PAID, S.APPROVED})
@@ -105,7 +107,7 @@ def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: Refun
     db.session.add(refund)
     db.session.flush()
     _debit(refund)
-    enqueue_after_commit(db.session(), "default", SUBMIT_JOB, refund.id)
+    enqueue_after_commit(db.session(), URGENT_QUEUE, SUBMIT_JOB, refund.id)
     return refund
 
 
@@ -126,8 +128,10 @@ def list_refunds(account_id: str, mode: KeyMode, payment_id: str) -> tuple[Trans
 
 
 def submit(refund_id: str) -> Refund | None:
-    """Hand a PENDING refund to the provider (idempotent by our refund id); a provider
-    that keeps failing turns it FAILED, with the money back in the wallet."""
+    """Hand a PENDING refund to the provider (idempotent by our refund id). A refusal turns
+    it FAILED, with the money back in the wallet; an error of unknown outcome (a timeout:
+    the provider may have sent the money) leaves it PENDING, asked again by the polling job
+    with the same reference, and is reported once it has failed `MAX_SUBMIT_ATTEMPTS`."""
     refund = _lock(refund_id)
     if refund is None or refund.status is not R.PENDING:
         return refund
@@ -141,16 +145,22 @@ def submit(refund_id: str) -> Refund | None:
                 strategy=refund.strategy.value if refund.strategy else None,
                 amount=refund.amount,
                 currency=refund.currency,
-                payment_reference=payment.provider_reference,
+                payment_reference=payment.provider_references.get(refund.method),
                 end_to_end_id=refund.end_to_end_id,
                 destination_key=refund.destination_key,
             )
         )
+    except ProviderRefused as error:
+        _fail(refund, f"The provider refused the refund: {error.message}")
+        return refund
     except ProviderError as error:
         refund.submit_attempts += 1
         refund.updated_at = utcnow()
         if refund.submit_attempts >= MAX_SUBMIT_ATTEMPTS:
-            _fail(refund, f"The provider did not accept the refund: {error.message}")
+            log.error(
+                "refund still not accepted by the provider; reconcile with it",
+                extra={"id": refund.id, "attempts": refund.submit_attempts, "error": error.code},
+            )
         return refund
     refund.status = R.IN_PROGRESS
     refund.updated_at = utcnow()
@@ -163,7 +173,13 @@ def poll(refund_id: str) -> Refund | None:
     if refund is None or refund.status is not R.IN_PROGRESS:
         return refund
     payment = db.session.get(Transaction, refund.transaction_id)
-    state = provider_named(payment.provider, payment.mode).refund_status(refund.provider_reference)
+    provider = provider_named(payment.provider, payment.mode)
+    refund.updated_at = utcnow()  # polled now: the others come first next time
+    try:
+        state = provider.refund_status(refund.provider_reference)
+    except ProviderError as error:
+        log.warning("refund status unavailable", extra={"id": refund.id, "error": error.code})
+        return refund
     if state.status == R.REFUNDED:
         _complete(refund)
     elif state.status == R.FAILED:

@@ -30,6 +30,8 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.pix import brcode
+from app.providers.base import ProviderError, ProviderRefused
+from app.providers.sandbox import SandboxProvider
 from tests.support import charges, factories
 from tests.support.http import assert_error, count_rows
 from tests.support.payments import create, created, finalised, get, paid, pay, payment_body
@@ -955,3 +957,80 @@ def test_sandbox_payment_needs_an_offered_method_once(app, redis, client, accoun
     assert count_rows(app, LedgerPosting) == 1  # the boleto's only
     live_key = factories.make_api_key(app, account_id, KeyMode.LIVE)
     assert_error(pay(client, live_key, both["id"]), 404, "not_found_error", "not_found")
+
+
+# Provider references per method, and what happens to the other methods' instructions
+
+
+def _auth(api_key: str) -> dict:
+    return {"apikey": api_key}
+
+
+def _pix_txid(app, payment_id: str) -> str:
+    with app.app_context():
+        return db.session.get(Transaction, payment_id).pix_txid
+
+
+@pytest.fixture
+def withdrawn(monkeypatch):
+    """Every instruction the sandbox is asked to withdraw, as (method, reference)."""
+    calls = []
+    monkeypatch.setattr(
+        SandboxProvider, "cancel_payment", lambda self, method, ref: calls.append((method, ref))
+    )
+    return calls
+
+
+def test_each_method_keeps_its_own_reference_and_status(app, redis, client, api_key, withdrawn):
+    payment = finalised(app, redis, client, api_key, paymentMethods=["PIX", "BOLETO"])
+    before = client.get(f"/v1/payments/{payment['id']}/provider-status", headers=_auth(api_key))
+    assert before.get_json()["providerStatus"] == "ATIVA"  # the first method, until one pays
+    pay(client, api_key, payment["id"], method="BOLETO")
+    after = client.get(f"/v1/payments/{payment['id']}/provider-status", headers=_auth(api_key))
+    body = after.get_json()
+    assert body["providerTransactionId"].startswith("sbx_boleto_")
+    assert (body["providerStatus"], body["rawResponse"]["method"]) == ("paid", "BOLETO")
+    assert withdrawn == [("PIX", _pix_txid(app, payment["id"]))]  # no paying twice
+
+
+def test_cancel_withdraws_every_methods_instructions(app, redis, client, api_key, withdrawn):
+    payment = finalised(app, redis, client, api_key, paymentMethods=["PIX", "BOLETO"])
+    response = client.post(f"/v1/payments/{payment['id']}/cancel", headers=_auth(api_key))
+    assert response.status_code == 200
+    assert sorted(method for method, _ in withdrawn) == ["BOLETO", "PIX"]
+
+
+def test_a_provider_timeout_leaves_the_payment_pending_for_the_sweep(
+    app, redis, client, api_key, monkeypatch
+):
+    original = SandboxProvider.create_payment
+
+    def timeout(self, request):
+        raise ProviderError("Sandbox: timed out.", code="timeout")
+
+    monkeypatch.setattr(SandboxProvider, "create_payment", timeout)
+    payment = created(client, api_key, paymentMethods=["BOLETO"])
+    run_jobs(app, redis)
+    assert get(client, api_key, payment["id"]).get_json()["status"] == "PENDING"
+    assert "payment.failed" not in charges.event_types(app, payment["id"])
+    monkeypatch.setattr(SandboxProvider, "create_payment", original)
+    charges.update_row(app, payment["id"], created_at=utcnow() - timedelta(minutes=1))
+    with app.app_context():
+        assert sweep_payments() == 1
+    assert get(client, api_key, payment["id"]).get_json()["status"] == "WAITING_PAYMENT"
+
+
+def test_a_refusal_midway_withdraws_and_clears_what_was_issued(
+    app, redis, client, api_key, monkeypatch, withdrawn
+):
+    def refuse(self, request):
+        raise ProviderRefused("Sandbox: no boletos today.", code="refused")
+
+    monkeypatch.setattr(SandboxProvider, "create_payment", refuse)
+    payment = finalised(app, redis, client, api_key, paymentMethods=["PIX", "BOLETO"])
+    assert payment["status"] == "REFUSED"
+    assert payment["pixCopyPaste"] is None and payment["pixQrCode"] is None
+    assert payment["metadata"]["failure"]["providerErrorCode"] == "refused"
+    assert [method for method, _ in withdrawn] == ["PIX"]
+    status = client.get(f"/v1/payments/{payment['id']}/provider-status", headers=_auth(api_key))
+    assert status.get_json()["error"] == "TRANSACTION_HAS_NO_PROVIDER_REFERENCE"

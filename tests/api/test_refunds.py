@@ -21,7 +21,7 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.pix import keys
-from app.providers.base import ProviderError
+from app.providers.base import ProviderError, ProviderRefused
 from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
 from app.services import pix_payments
 from app.services.refunds import (
@@ -266,16 +266,18 @@ def test_a_failed_refund_returns_everything_and_leaves_the_transaction_paid(
     assert refunded(client, merchant, payment["id"])["amount"] == 100_000
 
 
-def test_a_refund_the_provider_will_not_take_stays_pending_then_fails_after_the_last_try(
+def test_a_refund_whose_submission_has_an_unknown_outcome_stays_debited_and_pending(
     app, client, redis, merchant, monkeypatch
 ):
+    """A timeout may hide a refund the provider made: the money stays out of the wallet and
+    the same refund id is offered again, never reversed on a guess."""
     tries = []
 
-    def refuse(self, request):
+    def unavailable(self, request):
         tries.append(request.reference)
         raise ProviderError("Sandbox: provider unavailable.", code="unavailable")
 
-    monkeypatch.setattr(SandboxProvider, "refund", refuse)
+    monkeypatch.setattr(SandboxProvider, "refund", unavailable)
     payment = paid_payment(app, redis, client, merchant, amount=20_000)
     fund(app, client, merchant, FLOAT)
     before = available(client, merchant)
@@ -287,22 +289,56 @@ def test_a_refund_the_provider_will_not_take_stays_pending_then_fails_after_the_
     assert (row.status, row.submit_attempts) == (RefundStatus.PENDING, 1)
     assert poll(app) == 0  # just tried: left alone within the grace
 
-    for attempt in range(2, MAX_SUBMIT_ATTEMPTS + 1):
+    for attempt in range(2, MAX_SUBMIT_ATTEMPTS + 2):
         update_refund(app, body["id"], updated_at=utcnow() - SUBMIT_GRACE - timedelta(seconds=1))
         assert poll(app) == 1
         row = refund_row(app, body["id"])
-        assert row.submit_attempts == attempt
-        if attempt < MAX_SUBMIT_ATTEMPTS:
-            assert row.status is RefundStatus.PENDING
-            assert available(client, merchant) == before - 20_000 - PIX_PAYOUT_FEE
-            assert_ledger_clean(app)
+        assert (row.status, row.submit_attempts) == (RefundStatus.PENDING, attempt)
+        assert available(client, merchant) == before - 20_000 - PIX_PAYOUT_FEE
+        assert_ledger_clean(app)
+    assert tries == [body["id"]] * (MAX_SUBMIT_ATTEMPTS + 1)  # our id: retries are idempotent
+    assert events_of(app, payment["id"], "payment.refunded") == []
+
+
+def test_a_refund_the_provider_refuses_fails_with_the_money_back(
+    app, client, redis, merchant, monkeypatch
+):
+    def refuse(self, request):
+        raise ProviderRefused("Sandbox: refunds are closed for this payment.", code="refused")
+
+    monkeypatch.setattr(SandboxProvider, "refund", refuse)
+    payment = paid_payment(app, redis, client, merchant, amount=20_000)
+    fund(app, client, merchant, FLOAT)
+    before = available(client, merchant)
+    body = refunded(client, merchant, payment["id"], passFeeToTenant=True)
+    run_jobs(app, redis)
+    row = refund_row(app, body["id"])
     assert row.status is RefundStatus.FAILED
-    assert "provider unavailable" in row.failure_reason
-    assert tries == [body["id"]] * MAX_SUBMIT_ATTEMPTS  # always our id: retries are idempotent
+    assert "refunds are closed" in row.failure_reason
     assert available(client, merchant) == before
     assert _status(client, merchant, payment["id"]) == "PAID"
     assert events_of(app, payment["id"], "payment.refunded") == []
     assert_ledger_clean(app)
+
+
+def test_a_status_the_provider_cannot_give_leaves_the_refund_in_progress(
+    app, client, redis, merchant, monkeypatch
+):
+    payment = paid_payment(app, redis, client, merchant, amount=20_000)
+    fund(app, client, merchant, FLOAT)
+    body = refunded(client, merchant, payment["id"])
+    run_jobs(app, redis)
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            SandboxProvider,
+            "refund_status",
+            lambda self, ref: (_ for _ in ()).throw(ProviderError("down", code="down")),
+        )
+        assert poll(app) == 1
+    row = refund_row(app, body["id"])
+    assert row.status is RefundStatus.IN_PROGRESS
+    assert poll(app) == 1
+    assert refund_row(app, body["id"]).status is RefundStatus.REFUNDED
 
 
 def test_a_pending_refund_whose_submit_failed_is_completed_by_the_poll_once_the_provider_is_back(

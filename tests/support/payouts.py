@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from rq import SimpleWorker
 
 from app.config import PAYMENT_METHODS
-from app.extensions import db, get_queue
+from app.extensions import URGENT_QUEUE, db, get_queue
 from app.models import Account
 from app.services import releases
 from tests.support import factories
@@ -77,9 +77,11 @@ def staff_headers(app, client) -> dict:
 
 
 def run_jobs(app, redis) -> None:
-    """Run what was enqueued after commit (payout processing) with a real RQ worker."""
+    """Run what was enqueued after commit (payment finalisation, refunds, payouts, webhook
+    relays) with a real RQ worker, urgent queue first as `worker.py` does."""
     with app.app_context():
-        SimpleWorker([get_queue("default")], connection=redis).work(burst=True)
+        queues = [get_queue(URGENT_QUEUE), get_queue("default")]
+        SimpleWorker(queues, connection=redis).work(burst=True)
 
 
 def set_account(app, account_id: str, **values) -> None:
