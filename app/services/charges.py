@@ -178,7 +178,7 @@ def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePa
         .order_by(Transaction.created_at.desc(), Transaction.id.desc())
         .limit(query.limit + 1)
     ).all()
-    page = [expire_if_due(charge) for charge in rows[: query.limit]]
+    page = expire_listed(rows[: query.limit], utcnow())
     return ChargePage(data=page, has_more=len(rows) > query.limit)
 
 
@@ -209,6 +209,25 @@ def expire_if_due(charge: Transaction, now: datetime | None = None) -> Transacti
     if _is_overdue(locked, now):
         _expire(locked, now)
     return locked
+
+
+def expire_listed(rows: list[Transaction], now: datetime) -> list[Transaction]:
+    """Expire the overdue rows a list read. They are locked in id order, skipping any that
+    another request holds (it expires or pays them itself), so two lists sorted differently
+    never deadlock on each other."""
+    overdue = sorted(row.id for row in rows if _is_overdue(row, now))
+    if overdue:
+        locked = db.session.scalars(
+            sa.select(Transaction)
+            .where(Transaction.id.in_(overdue))
+            .order_by(Transaction.id)
+            .with_for_update(skip_locked=True)
+            .execution_options(populate_existing=True)
+        )
+        for charge in locked:
+            if _is_overdue(charge, now):
+                _expire(charge, now)
+    return rows
 
 
 def expire_due_charges(now: datetime | None = None, batch_size: int = 100) -> int:

@@ -236,7 +236,7 @@ def list_payments(
         .offset((query.page - 1) * query.limit)
         .limit(query.limit)
     ).all()
-    return [charges.expire_if_due(row, now) for row in rows], total
+    return charges.expire_listed(list(rows), now), total
 
 
 def offers(method: str):

@@ -7,7 +7,10 @@ import base64
 import io
 import json
 import re
+import threading
+import time as time_module
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime, time, timedelta
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
@@ -32,6 +35,7 @@ from app.models.base import utcnow
 from app.pix import brcode
 from app.providers.base import ProviderError, ProviderRefused
 from app.providers.sandbox import SandboxProvider
+from app.services import charges as charges_service
 from tests.support import charges, factories
 from tests.support.http import assert_error, count_rows
 from tests.support.payments import create, created, finalised, get, paid, pay, payment_body
@@ -1034,3 +1038,34 @@ def test_a_refusal_midway_withdraws_and_clears_what_was_issued(
     assert [method for method, _ in withdrawn] == ["PIX"]
     status = client.get(f"/v1/payments/{payment['id']}/provider-status", headers=_auth(api_key))
     assert status.get_json()["error"] == "TRANSACTION_HAS_NO_PROVIDER_REFERENCE"
+
+
+@pytest.mark.postgres
+def test_lists_sorted_both_ways_never_deadlock_expiring_rows(
+    app, client, api_key, is_postgres, monkeypatch
+):
+    """Each list expires the overdue rows it read; locking them in its own sort order made
+    two lists sorted in opposite directions deadlock (a 500)."""
+    ids = [created(client, api_key, amount=1_000 + n)["id"] for n in range(4)]
+    for payment_id in ids:
+        charges.update_row(app, payment_id, expires_at=utcnow() - timedelta(seconds=1))
+    expire = charges_service._expire
+
+    def slow_expire(charge, now):
+        time_module.sleep(0.2)  # widen the window between one row's lock and the next
+        expire(charge, now)
+
+    monkeypatch.setattr(charges_service, "_expire", slow_expire)
+    barrier = threading.Barrier(2)
+
+    def listing(order: str) -> int:
+        with app.test_client() as own:
+            barrier.wait()
+            query = f"/v1/payments?sortBy=amount&sortOrder={order}"
+            return own.get(query, headers={"apikey": api_key}).status_code
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(listing, ["asc", "desc"]))
+    assert answers == [200, 200]
+    statuses = {get(client, api_key, pid).get_json()["status"] for pid in ids}
+    assert statuses == {"EXPIRED"}
