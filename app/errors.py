@@ -196,10 +196,32 @@ class ErrorSchema(ma.Schema):
     request_id = ma.fields.String(required=True)
 
 
+# A NUL escaped in JSON text (`\u0000`), not preceded by an escaping backslash.
+_JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def refuse_nul_characters() -> None:
+    """No text may hold U+0000: PostgreSQL cannot store it, so it is a 400 here, on every
+    route, rather than a database error later. Only text bodies are read (JSON and form
+    posts); uploads are left alone."""
+    if "\x00" in request.path or b"%00" in request.query_string.lower():
+        raise InvalidRequest("The address may not contain the NUL character (U+0000).")
+    if request.mimetype == "application/x-www-form-urlencoded":
+        body = request.get_data()
+        if b"%00" in body.lower() or b"\x00" in body:
+            raise InvalidRequest("A field may not contain the NUL character (U+0000).")
+    if request.mimetype == "application/json":
+        body = request.get_data()
+        if b"\x00" in body or _JSON_NUL.search(body):
+            raise InvalidRequest("Text may not contain the NUL character (U+0000).")
+
+
 def register_error_handlers(app: Flask) -> None:
     @app.before_request
     def assign_request_id() -> None:
         _assign_request_id()
+
+    app.before_request(refuse_nul_characters)
 
     app.register_error_handler(ApiError, render_error)
     app.register_error_handler(HTTPException, handle_http_exception)

@@ -2,6 +2,9 @@
 
 import logging
 
+import pytest
+
+from tests.support import factories
 from tests.support.http import assert_error
 
 
@@ -143,3 +146,42 @@ def test_request_log_line_carries_id_account_fingerprint_status_duration(
     assert record.status == 200
     assert record.duration_ms >= 0
     assert key not in caplog.text
+
+
+PAYMENT = {"amount": 100, "paymentMethods": ["PIX"], "idempotencyKey": "nul-check-0001"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("post", "/v1/payments", {**PAYMENT, "customerName": "a\0b"}),
+        ("post", "/v1/payments", {**PAYMENT, "metadata": {"k": "\0"}}),
+        ("get", "/v1/payments/a%00b", None),
+        ("get", "/v1/payments?status=PAID%00", None),
+        ("post", "/v1/charges", {"amount": 100, "payment_method": "pix", "description": "x\0"}),
+    ],
+    ids=["json-field", "json-metadata", "path", "query", "charge"],
+)
+def test_a_nul_character_anywhere_is_400_never_a_database_error(app, client, method, path, body):
+    """PostgreSQL cannot store U+0000: it used to surface as a 500 there."""
+    api_key = factories.make_api_key(app, factories.make_account(app))
+    headers = {"apikey": api_key, "Idempotency-Key": "nul-check-0001"}
+    response = getattr(client, method)(path, json=body, headers=headers)
+    assert_error(response, 400, "invalid_request_error", "invalid_request")
+
+
+def test_a_nul_character_in_a_form_post_is_400(client):
+    response = client.post("/dashboard/login", data={"email": "a\0@example.com", "password": "x"})
+    assert response.status_code == 400
+
+
+def test_an_escaped_backslash_before_u0000_is_plain_text(app, client):
+    api_key = factories.make_api_key(app, factories.make_account(app))
+    response = client.post(
+        "/v1/payments",
+        data=b'{"amount": 100, "paymentMethods": ["PIX"], "customerName": "a\\\\u0000",'
+        b' "idempotencyKey": "nul-check-0002"}',
+        headers={"apikey": api_key, "Content-Type": "application/json"},
+    )
+    assert response.status_code == 201
+    assert response.get_json()["customerName"] == "a\\u0000"
