@@ -72,15 +72,6 @@ class ConfirmForm(FlaskForm):
     """A button that changes something: only the CSRF token travels."""
 
 
-def reais_to_centavos(text: str) -> int:
-    """Reais as typed ("12,34" or "12.34") → centavos (1234), in exact decimal arithmetic.
-
-    A float could lose a centavo. Raises ValueError with a message for the person typing:
-    anything but digits with an optional comma or point, more than two decimals, or zero.
-    """
-    return to_minor_units(text)
-
-
 def to_minor_units(text: str, unit: str = "reais", fraction: str = "centavos") -> int:
     """An amount as typed in `unit` ("12,34") → integer minor units (1234), never a float."""
     match = REAIS.fullmatch(text.strip()) if len(text) <= MAX_REAIS_LENGTH else None

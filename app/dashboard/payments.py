@@ -45,7 +45,7 @@ from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUS, checkout_url
 from app.formats.payments import payment_fields, transaction_id
 from app.methods import boleto
-from app.models import KeyMode, Origin, Transaction, TransactionStatus
+from app.models import SETTLED_STATUSES, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.account import MANAGING_ROLES
 from app.models.base import utcnow
 from app.services import accounts, charges, payment_stats, payments, receipts, refunds
@@ -57,7 +57,7 @@ from app.services.payments import (
     NewPayment,
     PaymentQuery,
 )
-from app.services.refunds import REFUNDABLE, RefundOrder
+from app.services.refunds import RefundOrder
 from app.templating import DISPLAY_TIMEZONE, money
 
 STATUSES = tuple(status.value for status in TransactionStatus)
@@ -468,7 +468,7 @@ def _detail_page(
         refundable=payment.amount - refunds.refunded_or_in_flight(payment),
         can_manage=current_membership().role in MANAGING_ROLES,
         can_cancel=payment.status in CANCELLABLE,
-        can_refund=payment.status in REFUNDABLE,
+        can_refund=payment.status in SETTLED_STATUSES,
         is_pix=payment.paid_with == PIX,
         cancel_form=cancel_form or CancelPaymentForm(formdata=None, idempotency_key=new_form_key()),
         refund_form=refund_form or RefundForm(formdata=None, idempotency_key=new_form_key()),

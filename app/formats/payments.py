@@ -9,9 +9,8 @@ import marshmallow as ma
 from flask import current_app
 
 from app.formats.charges import charge_id, qr_code_url
-from app.models import Origin, Refund, Transaction, TransactionStatus
+from app.models import SETTLED_STATUSES, Origin, Refund, Transaction, TransactionStatus
 
-SETTLED = frozenset({TransactionStatus.PAID, TransactionStatus.APPROVED})
 TRANSACTION_ID_PREFIX = "tx_"
 STATUSES = [status.value for status in TransactionStatus]
 
@@ -102,7 +101,7 @@ def payment_event_data(
     }
     if transaction.customer_id is not None:
         data["customerId"] = transaction.customer_id  # the contract: "echoed in webhooks"
-    if transaction.status in SETTLED:
+    if transaction.status in SETTLED_STATUSES:
         data |= {
             "paidWith": transaction.paid_with,
             "providerFee": transaction.provider_fee,

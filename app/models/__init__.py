@@ -16,6 +16,7 @@ from app.models.ledger import (
 )
 from app.models.refund import Refund, RefundStatus, RefundStrategy
 from app.models.transaction import (
+    SETTLED_STATUSES,
     Origin,
     ReceivedPix,
     ReceivedPixOutcome,
@@ -31,6 +32,7 @@ from app.models.webhook import (
 from app.models.withdrawal import Withdrawal, WithdrawalStatus, WithdrawalType
 
 __all__ = [
+    "SETTLED_STATUSES",
     "Account",
     "ApiKey",
     "AuditLog",

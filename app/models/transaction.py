@@ -31,6 +31,9 @@ class TransactionStatus(enum.StrEnum):
     DISPUTE = "DISPUTE"
 
 
+SETTLED_STATUSES = frozenset({TransactionStatus.PAID, TransactionStatus.APPROVED})
+
+
 class Origin(enum.StrEnum):
     """Which surface created the record: it decides the id the legacy events carry."""
 

@@ -34,7 +34,7 @@ def check_velocity(
         Transaction.account_id == account_id,
         Transaction.mode == mode,
         Transaction.status.in_(AWAITING_PAYMENT),
-        sa.or_(Transaction.expires_at > now, Transaction.expires_at.is_(None)),  # being created
+        Transaction.expires_at > now,
         Transaction.created_at >= now - timedelta(seconds=config["FRAUD_VELOCITY_WINDOW_SECONDS"]),
     )
     if payer_document:

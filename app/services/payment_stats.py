@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 import sqlalchemy as sa
 
+from app.config import PAYMENT_METHODS
 from app.extensions import db
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
@@ -27,7 +28,6 @@ from app.services.payments import offers
 
 MAX_DAYS = 3660
 DAILY_POINTS = 366  # dailyVolume keeps the most recent days only
-PAYMENT_METHODS = ("PIX", "CREDIT_CARD", "MBWAY", "MULTIBANCO", "BOLETO", "CRYPTO")
 OUTCOME_STATUSES = {
     "expired": (TransactionStatus.EXPIRED,),
     "failed": (TransactionStatus.REFUSED,),

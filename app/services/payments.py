@@ -47,26 +47,12 @@ MAX_URL_LENGTH = 2048
 RETURN_URL_KEY = "returnUrl"
 PHONE_KEY = "phone"
 CANCELLABLE = frozenset({S.WAITING_PAYMENT, S.PENDING, S.PROCESSING})
-SETTLED = frozenset({S.PAID, S.APPROVED})
 FINALISE_JOB = "app.jobs.payments.finalise_payment"
 FINALISE_GRACE = timedelta(seconds=5)  # a payment's own job normally runs well within this
 DEFAULT_PAGE_LIMIT = 20
 MAX_PAGE_LIMIT = 100
 MAX_PAGE = 2**31 - 1  # keeps the row offset within what SQLite and PostgreSQL take
 NO_PROVIDER_REFERENCE = "TRANSACTION_HAS_NO_PROVIDER_REFERENCE"
-# The legacy events that re-announce each status (POST …/resend-webhook): the ones entering
-# it fired (an expiry fires both payment.expired and payment.failed).
-STATUS_EVENTS = {
-    S.WAITING_PAYMENT: ("payment.created",),
-    S.PAID: ("payment.completed",),
-    S.APPROVED: ("payment.completed",),
-    S.REFUSED: ("payment.failed",),
-    S.CANCELLED: ("payment.failed",),
-    S.CHARGEBACK: ("payment.failed",),
-    S.DISPUTE: ("payment.failed",),
-    S.EXPIRED: ("payment.expired", "payment.failed"),
-    S.REFUNDED: ("payment.refunded",),
-}
 # Sort keys of GET /v1/payments: every top-level field of the payment object, as shown (a
 # field shown null sorts as null, so last). `status` is replaced per request by the status a
 # reader sees (`_shown_status`).
@@ -248,11 +234,9 @@ def offers(method: str):
 def _shown_status(now: datetime):
     """The status as the list shows it: an unpaid transaction past its deadline is EXPIRED
     before the expiry sweep stores it (as `charges.status_condition` filters)."""
-    overdue = sa.and_(
-        Transaction.status.in_(transactions.AWAITING_PAYMENT), Transaction.expires_at <= now
-    )
     return sa.case(
-        (overdue, sa.literal(S.EXPIRED.value)), else_=sa.cast(Transaction.status, sa.String)
+        (charges.overdue_condition(now), sa.literal(S.EXPIRED.value)),
+        else_=sa.cast(Transaction.status, sa.String),
     )
 
 
@@ -314,8 +298,9 @@ def resend_webhook(account_id: str, mode: KeyMode, payment_id: str) -> dict:
     payment = get_payment(account_id, mode, payment_id)
     heard = [
         event_type
-        for event_type in STATUS_EVENTS.get(payment.status, ())
-        if webhooks.has_listener(payment, event_type)
+        for event_type in transactions.EVENTS_ON_ENTRY.get(payment.status, ())
+        if event_type.startswith(webhooks.TRANSACTION_EVENT_PREFIX)
+        and webhooks.has_listener(payment, event_type)
     ]
     for event_type in heard:
         record_event(
@@ -467,11 +452,12 @@ def _validated(account_id: str, mode: KeyMode, new: NewPayment) -> dict:
             code="invalid_amount",
             param="amount",
         )
-    currency = new.currency.strip().upper()
-    if not CURRENCY.fullmatch(currency):
+    currency = new.currency.strip()
+    if not CURRENCY.fullmatch(currency.upper()) or not currency.isascii():
         raise InvalidRequest(
             "currency is 3 to 8 letters or digits, such as BRL, EUR or USDT.", param="currency"
         )
+    currency = currency.upper()
     methods = _payment_methods(new.payment_methods)
     metadata = charges.clean_metadata(new.metadata)
     _check_method_metadata(methods, metadata)

@@ -23,6 +23,7 @@ from app.models import (
     ReceivedPixOutcome,
     Refund,
     RefundStatus,
+    RefundStrategy,
     Transaction,
     TransactionStatus,
 )
@@ -184,6 +185,8 @@ def _return(charge: Transaction, received: ReceivedPix, reason: str) -> Refund:
         status=RefundStatus.PENDING,
         reason=reason,
         automatic=True,
+        method="PIX",
+        strategy=RefundStrategy.DEVOLUTION,
         end_to_end_id=received.end_to_end_id,
     )
     db.session.add(refund)
@@ -193,6 +196,8 @@ def _return(charge: Transaction, received: ReceivedPix, reason: str) -> Refund:
     refund.return_id = sent.return_id
     refund.status = RETURN_STATUS[sent.status]
     refund.updated_at = utcnow()
+    if refund.status is RefundStatus.REFUNDED:
+        refund.completed_at = refund.updated_at
     return refund
 
 

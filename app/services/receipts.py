@@ -86,7 +86,11 @@ def boleto_slip(payment: Transaction) -> bytes:
 def _refunds(document: PdfDocument, payment: Transaction) -> None:
     refunded = db.session.scalars(
         sa.select(Refund)
-        .where(Refund.transaction_id == payment.id, Refund.status == RefundStatus.REFUNDED)
+        .where(
+            Refund.transaction_id == payment.id,
+            Refund.automatic.is_(False),  # returns of a Pix that did not pay this transaction
+            Refund.status == RefundStatus.REFUNDED,
+        )
         .order_by(Refund.created_at)
     )
     for refund in refunded:

@@ -23,6 +23,7 @@ from app.extensions import URGENT_QUEUE, db
 from app.formats.payments import payment_event_data, refund_event_data
 from app.jobs.queueing import enqueue_after_commit
 from app.models import (
+    SETTLED_STATUSES,
     KeyMode,
     LedgerAccount,
     ReceivedPix,
@@ -44,7 +45,6 @@ from app.services.ledger import Line
 log = logging.getLogger(__name__)
 S = TransactionStatus
 R = RefundStatus
-REFUNDABLE = frozenset({S.PAID, S.APPROVED})
 DISPUTED = frozenset({S.DISPUTE, S.CHARGEBACK})
 PIX = "PIX"
 DEVOLUTION_WINDOW = timedelta(days=90)
@@ -95,7 +95,7 @@ def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: Refun
         amount=amount,
         currency=payment.currency,
         status=R.PENDING,
-        reason=order.reason,
+        reason=order.reason or None,
         automatic=False,
         method=payment.paid_with,
         strategy=strategy,
@@ -213,7 +213,7 @@ def _check_refundable(payment: Transaction) -> None:
             "(the disputed amount is already held).",
             code=CHARGE_DISPUTED,
         )
-    if payment.status not in REFUNDABLE:
+    if payment.status not in SETTLED_STATUSES:
         raise InvalidRequest(
             f"Only PAID or APPROVED transactions can be refunded; this one is {payment.status}.",
             code="transaction_not_refundable",
@@ -238,7 +238,7 @@ def _route(payment: Transaction, order: RefundOrder) -> tuple[RefundStrategy | N
         return None, None
     strategy = RefundStrategy(order.strategy or RefundStrategy.CASHOUT)
     if strategy is RefundStrategy.DEVOLUTION:
-        if order.pass_fee_to_tenant is not None or order.destination_key is not None:
+        if order.pass_fee_to_tenant or order.destination_key is not None:
             raise InvalidRequest(
                 "passFeeToTenant and destinationKey apply to the cashout strategy only.",
                 param="destinationKey" if order.destination_key is not None else "passFeeToTenant",
@@ -315,7 +315,7 @@ def _complete(refund: Refund) -> None:
     payment = transactions.lock(refund.transaction_id)
     total = _refunded(payment)
     details = refund_event_data(refund, total)
-    if total >= payment.amount and payment.status in REFUNDABLE:
+    if total >= payment.amount and payment.status in SETTLED_STATUSES:
         transactions.transition(payment, S.REFUNDED, at=now, event_details=details)
         return
     record_event(

@@ -63,6 +63,8 @@ def pay_by_method(
         raise InvalidRequest(
             f"This transaction offers {', '.join(offered)}, not {method}.", param="method"
         )
+    if not approved and method != payments.CARD:
+        raise InvalidRequest("Only a card payment can be declined.", param="approved")
     locked = transactions.lock(transaction.id)
     if method == payments.PIX and locked.status is not TransactionStatus.PENDING:
         simulate_payment(locked)  # also when no longer payable: the Pix is then returned

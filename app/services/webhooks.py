@@ -535,11 +535,33 @@ def alert_owners(endpoint_id: str) -> None:
 def _subscribers(event: Event) -> list[WebhookEndpoint]:
     """Active endpoints subscribed to the event, plus the transaction's own endpoint
     (`webhookUrl`) for its `payment.*` events."""
-    endpoints = _active_endpoints(event.account_id, event.mode)
-    chosen = [e for e in endpoints if event.type in event_catalog.expand(e.events)]
-    override = _override_url(event)
-    chosen += [e for e in endpoints if e.url == override and e not in chosen]
-    return chosen
+    transaction = (
+        db.session.get(Transaction, event.subject_id)
+        if event.subject_type == "transaction"
+        else None
+    )
+    return _listeners(event.account_id, event.mode, event.type, transaction)
+
+
+def has_listener(transaction: Transaction, event_type: str) -> bool:
+    """Whether an event of this type about `transaction` would reach any endpoint."""
+    return bool(_listeners(transaction.account_id, transaction.mode, event_type, transaction))
+
+
+def _listeners(
+    account_id: str, mode: KeyMode, event_type: str, transaction: Transaction | None
+) -> list[WebhookEndpoint]:
+    endpoints = _active_endpoints(account_id, mode)
+    override = (
+        transaction.webhook_url
+        if transaction is not None and event_type.startswith(TRANSACTION_EVENT_PREFIX)
+        else None
+    )
+    return [
+        endpoint
+        for endpoint in endpoints
+        if event_type in event_catalog.expand(endpoint.events) or endpoint.url == override
+    ]
 
 
 def _active_endpoints(account_id: str, mode: KeyMode) -> list[WebhookEndpoint]:
@@ -557,26 +579,9 @@ def _active_endpoints(account_id: str, mode: KeyMode) -> list[WebhookEndpoint]:
     )
 
 
-def _override_url(event: Event) -> str | None:
-    if not event.type.startswith(TRANSACTION_EVENT_PREFIX) or event.subject_type != "transaction":
-        return None
-    transaction = db.session.get(Transaction, event.subject_id)
-    return transaction.webhook_url if transaction else None
-
-
 def active_endpoint_at(account_id: str, mode: KeyMode, url: str) -> WebhookEndpoint | None:
     """The account's active endpoint with exactly this URL (a per-transaction `webhookUrl`)."""
     return next((e for e in _active_endpoints(account_id, mode) if e.url == url), None)
-
-
-def has_listener(transaction: Transaction, event_type: str) -> bool:
-    """Whether an event of this type about `transaction` would reach any endpoint."""
-    endpoints = _active_endpoints(transaction.account_id, transaction.mode)
-    subscribed = any(event_type in event_catalog.expand(e.events) for e in endpoints)
-    overridden = event_type.startswith(TRANSACTION_EVENT_PREFIX) and any(
-        e.url == transaction.webhook_url for e in endpoints
-    )
-    return subscribed or overridden
 
 
 def _new_delivery(endpoint: WebhookEndpoint, event: Event, now: datetime) -> WebhookDelivery:

@@ -69,7 +69,8 @@ def test_only_live_charges_in_the_window_count(app, client, api_key, limits, cha
 
 
 def test_payments_still_being_finalised_count_too(app, client, api_key, limits):
-    """A payment is PENDING with no deadline until its job runs; it is live all the same."""
+    """A payment is PENDING until its job runs (with a provisional deadline); it is live all
+    the same."""
     for _ in range(2):
         assert payments.create(client, api_key, customerDocument=CPF).status_code == 201
     refused = payments.create(client, api_key, customerDocument=CPF)

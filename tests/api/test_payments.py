@@ -28,6 +28,7 @@ from app.models import (
     KeyMode,
     LedgerPosting,
     Refund,
+    RefundStatus,
     Transaction,
     WebhookDelivery,
 )
@@ -938,6 +939,9 @@ def test_sandbox_card_payment_can_be_declined(app, redis, client, api_key):
     assert declined["metadata"]["failure"]["providerErrorCode"] == "declined"
     types = charges.event_types(app, card["id"])
     assert {"charge.failed", "payment.failed"} <= set(types) and "payment.completed" not in types
+    boleto = _method(app, redis, client, api_key, "BOLETO")
+    refused = pay(client, api_key, boleto["id"], approved=False)
+    assert_error(refused, 400, "invalid_request_error", "invalid_request", param="approved")
     response = pay(client, api_key, card["id"], approved="no")
     assert_error(response, 400, "invalid_request_error", "invalid_request", param="approved")
 
@@ -983,6 +987,11 @@ def withdrawn(monkeypatch):
         SandboxProvider, "cancel_payment", lambda self, method, ref: calls.append((method, ref))
     )
     return calls
+
+
+def test_a_currency_that_only_upper_cases_into_shape_is_400(client, api_key):
+    response = create(client, api_key, currency="ßßß")  # "SSSSSS" once upper-cased
+    assert_error(response, 400, "invalid_request_error", "invalid_request", param="currency")
 
 
 def test_each_method_keeps_its_own_reference_and_status(app, redis, client, api_key, withdrawn):
@@ -1069,3 +1078,21 @@ def test_lists_sorted_both_ways_never_deadlock_expiring_rows(
     assert answers == [200, 200]
     statuses = {get(client, api_key, pid).get_json()["status"] for pid in ids}
     assert statuses == {"EXPIRED"}
+
+
+def test_a_receipt_lists_merchant_refunds_not_returns_of_a_late_pix(app, redis, client, api_key):
+    payment = finalised(app, redis, client, api_key, paymentMethods=["PIX", "BOLETO"])
+    pay(client, api_key, payment["id"], method="BOLETO")
+    late = client.post(
+        f"/v1/sandbox/charges/{payment['id']}/pay", json={}, headers={"apikey": api_key}
+    )
+    assert late.status_code == 200  # the Pix arrived after the boleto paid: returned
+    with app.app_context():
+        returned = db.session.scalars(sa.select(Refund)).one()
+        assert (returned.automatic, returned.status) == (True, RefundStatus.REFUNDED)
+        assert returned.completed_at is not None and returned.method == "PIX"
+    receipt = client.get(f"/v1/payments/{payment['id']}/receipt", headers=_auth(api_key))
+    pdf = base64.b64decode(receipt.get_json()["base64"])
+    text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
+    assert "BOLETO" in text or "Boleto" in text
+    assert "Refunded" not in text

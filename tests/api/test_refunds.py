@@ -464,6 +464,17 @@ def test_a_devolution_takes_no_cashout_options(app, client, redis, merchant, ext
     assert refund_rows(app, payment["id"]) == []
 
 
+def test_a_devolution_accepts_pass_fee_to_tenant_false_and_an_empty_reason(
+    app, client, redis, merchant
+):
+    """false asks for nothing a devolution cannot give; "" is no reason at all."""
+    payment = paid_payment(app, redis, client, merchant, amount=20_000)
+    body = refunded(
+        client, merchant, payment["id"], strategy="devolution", passFeeToTenant=False, reason=""
+    )
+    assert body["reason"] is None
+
+
 @pytest.mark.parametrize(
     ("days", "strategy", "allowed"),
     [(89, "devolution", True), (91, "devolution", False), (91, "cashout", True)],
