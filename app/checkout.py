@@ -23,6 +23,7 @@ from wtforms.validators import AnyOf, Optional
 from app.errors import InvalidRequest, NotFound
 from app.extensions import db
 from app.formats.charges import PUBLIC_STATUS
+from app.formats.payments import METHOD_LABELS
 from app.models import Account, KeyMode, Transaction
 from app.models.base import utcnow
 from app.services import charges, receipts, sandbox
@@ -74,7 +75,7 @@ def page(charge_id: str) -> str:
         countdown=_countdown(seconds_left),
         test_mode=charge.mode is KeyMode.TEST,
         simulate_form=SimulatePaymentForm(formdata=None) if can_simulate else None,
-        method_names=receipts.METHOD_NAMES,
+        method_names=METHOD_LABELS,
     )
 
 

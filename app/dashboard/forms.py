@@ -21,6 +21,7 @@ from wtforms import (
 from wtforms.validators import AnyOf, DataRequired, Length, Optional, StopValidation
 
 from app.errors import InvalidRequest
+from app.formats.payments import METHOD_LABELS
 from app.models import EndpointStatus, RefundStrategy
 from app.pix.keys import PixKeyType
 from app.services import event_catalog, payouts
@@ -28,7 +29,6 @@ from app.services.api_keys import MAX_LABEL_LENGTH
 from app.services.charges import MAX_DESCRIPTION
 from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
 from app.services.payments import DEFAULT_CURRENCY, MAX_CUSTOMER_NAME
-from app.services.receipts import METHOD_NAMES as METHOD_LABELS
 from app.services.refunds import MAX_REASON as MAX_REFUND_REASON
 
 REAIS = re.compile(r"([0-9]+)(?:[.,]([0-9]+))?")

@@ -38,12 +38,11 @@ from app.dashboard.filters import QueryFilters
 from app.dashboard.forms import CancelPaymentForm, RefundForm, TestChargeForm, TestPaymentForm
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
-from app.dashboard.wallets import _text_cell as text_cell
-from app.dashboard.wallets import mode_arg, page_arg
+from app.dashboard.wallets import mode_arg, page_arg, spreadsheet_cell
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUS, checkout_url
-from app.formats.payments import payment_fields, transaction_id
+from app.formats.payments import METHOD_LABELS, payment_fields, transaction_id
 from app.methods import boleto
 from app.models import SETTLED_STATUSES, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.account import MANAGING_ROLES
@@ -61,7 +60,6 @@ from app.services.refunds import RefundOrder
 from app.templating import DISPLAY_TIMEZONE, money
 
 STATUSES = tuple(status.value for status in TransactionStatus)
-METHOD_LABELS = receipts.METHOD_NAMES
 PIX = "PIX"
 DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 CURRENCY = re.compile(r"[A-Z0-9]{3,8}")
@@ -317,13 +315,14 @@ def payments_csv() -> ResponseReturnValue:
 def payment_stats_page() -> ResponseReturnValue:
     """Totals, success rate, volume per currency and method, and the daily volume chart."""
     mode, days = mode_arg(), _days()
-    stats = payment_stats.payment_stats(g.account_id, MODES[mode], days, utcnow())
+    now = utcnow()
+    stats = payment_stats.payment_stats(g.account_id, MODES[mode], days, now)
     currencies = sorted(
         {row["currency"] for row in stats["volumeByCurrency"]}
         | {code for point in stats["dailyVolume"] for code in point["currencies"]}
     )
     currency = _chart_currency(currencies)
-    window = payment_stats.stats_window(days, utcnow())
+    window = payment_stats.stats_window(days, now)
     return render_template(
         "dashboard/payment_stats.html",
         mode=mode,
@@ -332,7 +331,7 @@ def payment_stats_page() -> ResponseReturnValue:
         max_days=payment_stats.MAX_DAYS,
         stats=stats,
         first_day=window.first_day,
-        success_rate=_percent(stats["paidTransactions"], stats["totalTransactions"]),
+        success_rate=f"{stats['successRate']:.1%}" if stats["totalTransactions"] else "—",
         currencies=sorted({*currencies, currency}),
         chart=VolumeChart.build(currency, stats["dailyVolume"]),
         method_labels=METHOD_LABELS,
@@ -521,19 +520,19 @@ def _csv_lines(rows: Iterator[tuple]) -> Iterator[str]:
 def _csv_values(payment: Transaction) -> tuple:
     """One transaction; free text goes through the wallet export's formula guard."""
     return (
-        text_cell(transaction_id(payment)),
+        spreadsheet_cell(transaction_id(payment)),
         _utc(payment.created_at),
         str(payment.status),
         payment.amount,
-        text_cell(payment.currency),
+        spreadsheet_cell(payment.currency),
         " ".join(payment.payment_methods),
         payment.paid_with or "",
         "" if payment.provider_fee is None else payment.provider_fee,
         "" if payment.platform_fee is None else payment.platform_fee,
         "" if payment.net_amount is None else payment.net_amount,
-        text_cell(payment.customer_name or ""),
-        text_cell(payment.customer_email or ""),
-        text_cell(str(payment.metadata_.get("description") or "")),
+        spreadsheet_cell(payment.customer_name or ""),
+        spreadsheet_cell(payment.customer_email or ""),
+        spreadsheet_cell(str(payment.metadata_.get("description") or "")),
         _utc(payment.paid_at) if payment.paid_at else "",
     )
 
@@ -606,14 +605,6 @@ def _chart_currency(currencies: list[str]) -> str:
     if asked and not CURRENCY.fullmatch(asked):
         raise InvalidRequest("currency is a currency code, like BRL.", param="currency")
     return asked or (currencies[0] if currencies else payments.DEFAULT_CURRENCY)
-
-
-def _percent(part: int, whole: int) -> str:
-    """part/whole as a percentage with one decimal, rounded half up in integer arithmetic."""
-    if not whole:
-        return "—"
-    tenths = (part * 1000 * 2 + whole) // (whole * 2)
-    return f"{tenths // 10}.{tenths % 10}%"
 
 
 def _require_manager() -> None:

@@ -107,14 +107,14 @@ def _csv_lines(rows: Iterable[StatementRow]) -> Iterator[str]:
 def _csv_values(row: StatementRow) -> tuple:
     return (
         row.created_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
-        _text_cell(row.kind),
-        _text_cell(row.description),
+        spreadsheet_cell(row.kind),
+        spreadsheet_cell(row.description),
         row.available_change,
         row.pending_change,
         row.available_balance,
     )
 
 
-def _text_cell(value: str) -> str:
+def spreadsheet_cell(value: str) -> str:
     """Text a spreadsheet shows as text, never runs as a formula."""
     return "'" + value if value.startswith(FORMULA_PREFIXES) else value

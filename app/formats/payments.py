@@ -12,6 +12,14 @@ from app.formats.charges import charge_id, qr_code_url
 from app.models import SETTLED_STATUSES, Origin, Refund, Transaction, TransactionStatus
 
 TRANSACTION_ID_PREFIX = "tx_"
+METHOD_LABELS = {  # how pages and documents name each method
+    "PIX": "Pix",
+    "CREDIT_CARD": "Credit card",
+    "MBWAY": "MB WAY",
+    "MULTIBANCO": "Multibanco",
+    "BOLETO": "Boleto",
+    "CRYPTO": "Crypto",
+}
 STATUSES = [status.value for status in TransactionStatus]
 
 

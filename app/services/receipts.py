@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from app.errors import InvalidRequest
 from app.extensions import db
-from app.formats.payments import transaction_id
+from app.formats.payments import METHOD_LABELS, transaction_id
 from app.methods import boleto
 from app.models import Account, KeyMode, Refund, RefundStatus, Transaction
 from app.pdf import PdfDocument
@@ -18,14 +18,6 @@ from app.services import payments
 from app.templating import local_datetime, money
 
 PDF = "application/pdf"
-METHOD_NAMES = {
-    "PIX": "Pix",
-    "CREDIT_CARD": "Credit card",
-    "MBWAY": "MB WAY",
-    "MULTIBANCO": "Multibanco",
-    "BOLETO": "Boleto",
-    "CRYPTO": "Crypto",
-}
 
 
 def receipt(account_id: str, mode: KeyMode, payment_id: str) -> bytes:
@@ -45,7 +37,7 @@ def receipt(account_id: str, mode: KeyMode, payment_id: str) -> bytes:
     document.rule()
     document.field("Transaction", transaction_id(payment))
     document.field("Amount", money(payment.amount, payment.currency))
-    document.field("Paid with", METHOD_NAMES.get(payment.paid_with, payment.paid_with or ""))
+    document.field("Paid with", METHOD_LABELS.get(payment.paid_with, payment.paid_with or ""))
     document.field("Paid at", local_datetime(payment.paid_at))
     document.field("Status", str(payment.status))
     if payment.end_to_end_id:
