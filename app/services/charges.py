@@ -103,17 +103,7 @@ def create_charge(
     db.session.add(charge)
     db.session.flush()
     try:
-        pix = provider.create_charge(
-            PixChargeRequest(
-                reference=charge.id,
-                amount=charge.amount,
-                expires_in=expires_in,
-                merchant_name=account.name,
-                merchant_city=account.city,
-                payer_name=charge.customer_name,
-                payer_document=charge.payer_document,
-            )
-        )
+        pix = provider.create_charge(pix_request(charge, account))
     except ProviderError as error:
         charge.provider = provider.name
         charge.metadata_ = {**charge.metadata_, "failure": failure(error.message, error.code)}
@@ -125,6 +115,19 @@ def create_charge(
     charge.finalised_at = now
     transactions.transition(charge, TransactionStatus.WAITING_PAYMENT)
     return charge
+
+
+def pix_request(transaction: Transaction, account: Account) -> PixChargeRequest:
+    """What the provider needs to issue the transaction's Pix code."""
+    return PixChargeRequest(
+        reference=transaction.id,
+        amount=transaction.amount,
+        expires_in=transaction.expires_in,
+        merchant_name=account.name,
+        merchant_city=account.city,
+        payer_name=transaction.customer_name,
+        payer_document=transaction.payer_document,
+    )
 
 
 def apply_pix(transaction: Transaction, pix: PixCharge) -> None:

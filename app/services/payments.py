@@ -27,7 +27,6 @@ from app.providers import provider_for, provider_named
 from app.providers.base import (
     PaymentProvider,
     PaymentRequest,
-    PixChargeRequest,
     ProviderError,
     ProviderRefused,
     ProviderStatus,
@@ -360,17 +359,7 @@ def _instruct(
 ) -> datetime:
     """Fill one method's instructions on the payment; returns until when they hold."""
     if method == PIX:
-        pix = provider.create_charge(
-            PixChargeRequest(
-                reference=payment.id,
-                amount=payment.amount,
-                expires_in=payment.expires_in,
-                merchant_name=account.name,
-                merchant_city=account.city,
-                payer_name=payment.customer_name,
-                payer_document=payment.payer_document,
-            )
-        )
+        pix = provider.create_charge(charges.pix_request(payment, account))
         charges.apply_pix(payment, pix)
         return pix.expires_at
     metadata = payment.metadata_
