@@ -1,0 +1,1 @@
+"""Document storage for dispute evidence (issue 7): signed addresses first."""
