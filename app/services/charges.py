@@ -185,12 +185,12 @@ def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePa
     return ChargePage(data=page, has_more=len(rows) > query.limit)
 
 
-def overdue_condition(now: datetime):
+def overdue_condition(now: datetime) -> sa.ColumnElement[bool]:
     """The SQL test for an unpaid transaction past its deadline (not yet moved by the sweep)."""
     return sa.and_(Transaction.status.in_(AWAITING_PAYMENT), Transaction.expires_at <= now)
 
 
-def status_condition(statuses: set[TransactionStatus], now: datetime):
+def status_condition(statuses: set[TransactionStatus], now: datetime) -> sa.ColumnElement[bool]:
     """The SQL test for rows whose status, as a reader sees it now, is one of `statuses`: an
     unpaid transaction past its deadline is EXPIRED (not pending) before the sweep moves it."""
     overdue = overdue_condition(now)

@@ -90,6 +90,8 @@ SORTABLE = {
 
 @dataclass(frozen=True)
 class NewPayment:
+    """A payment as the merchant asked for it, before the rules between fields are checked."""
+
     amount: int
     payment_methods: list[str]
     currency: str = DEFAULT_CURRENCY
@@ -103,6 +105,8 @@ class NewPayment:
 
 @dataclass(frozen=True)
 class PaymentQuery:
+    """One page of `GET /v1/payments` (or the dashboard's list): filters and order."""
+
     page: int = 1
     limit: int = DEFAULT_PAGE_LIMIT
     status: TransactionStatus | None = None
@@ -224,13 +228,13 @@ def list_payments(
     return charges.expire_listed(list(rows), now), total
 
 
-def offers(method: str):
+def offers(method: str) -> sa.ColumnElement[bool]:
     """The SQL test for transactions offering `method`: the JSON text is `["PIX", "BOLETO"]`
     on both backends, and the quotes keep one name from matching inside another."""
     return sa.cast(Transaction.payment_methods, sa.Text).like(f'%"{method}"%')
 
 
-def _shown_status(now: datetime):
+def _shown_status(now: datetime) -> sa.ColumnElement[str]:
     """The status as the list shows it: an unpaid transaction past its deadline is EXPIRED
     before the expiry sweep stores it (as `charges.status_condition` filters)."""
     return sa.case(
@@ -423,7 +427,9 @@ def _raw(payment_id: str) -> str:
     return raw_id(payment_id.removeprefix(TRANSACTION_ID_PREFIX))
 
 
-def _require_support(provider: PaymentProvider, methods: list[str], currency: str, amount: int):
+def _require_support(
+    provider: PaymentProvider, methods: list[str], currency: str, amount: int
+) -> None:
     unserved = [method for method in methods if not provider.supports(method, currency, amount)]
     if unserved:
         raise Unprocessable(

@@ -61,6 +61,8 @@ DEBIT, COMPLETION, REVERSAL = "refund_debit", "refund_completion", "refund_rever
 
 @dataclass(frozen=True)
 class RefundOrder:
+    """A refund as the merchant asked for it (`None`: not sent)."""
+
     amount: int | None = None
     reason: str | None = None
     strategy: str | None = None
@@ -346,7 +348,7 @@ def _refunded(payment: Transaction) -> int:
     return _sum_of_refunds(payment, Refund.status == R.REFUNDED)
 
 
-def _sum_of_refunds(payment: Transaction, condition) -> int:
+def _sum_of_refunds(payment: Transaction, condition: sa.ColumnElement[bool]) -> int:
     """The merchant's refunds of `payment` meeting `condition`, added up. An int on every
     backend: PostgreSQL sums a bigint as numeric (Decimal), which JSON event data refuses."""
     total = db.session.scalar(
