@@ -49,11 +49,13 @@ def register_blueprints(app: Flask) -> None:
     from app.checkout import register_checkout
     from app.dashboard import register_dashboard
     from app.security_headers import register_security_headers
+    from app.storage.routes import register_storage
     from app.templating import register_templating
 
     register_api(app)
     register_dashboard(app)
     register_checkout(app)
+    register_storage(app)
     register_templating(app)
     register_security_headers(app)
 

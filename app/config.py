@@ -126,6 +126,8 @@ def load_settings() -> dict:
         "SMTP_USERNAME": os.environ.get("SMTP_USERNAME", ""),
         "SMTP_PASSWORD": os.environ.get("SMTP_PASSWORD", ""),
         "SMTP_STARTTLS": _env_bool("SMTP_STARTTLS", True),
+        "EVIDENCE_STORAGE": os.environ.get("EVIDENCE_STORAGE") or "local",
+        "EVIDENCE_STORAGE_PATH": os.environ.get("EVIDENCE_STORAGE_PATH", ""),
         "SETTLEMENT_RELEASE_SWEEP_SECONDS": _env_int("SETTLEMENT_RELEASE_SWEEP_SECONDS", 60),
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",

@@ -1,1 +1,97 @@
-"""Document storage for dispute evidence (issue 7): signed addresses first."""
+"""Document storage for dispute evidence (issue 7): signed addresses first.
+
+The service never receives evidence through the API: it hands out a signed upload address
+(a PUT bound to one key, one content type and one exact length, valid 900 seconds), the
+client sends the bytes there with no API credentials, and later the service checks what was
+stored and hands out a signed view address (valid 5 minutes).
+
+`evidence_storage()` picks the backend named by `EVIDENCE_STORAGE`. Only `local` exists for
+now: files under `EVIDENCE_STORAGE_PATH`, served by this service behind HMAC-signed addresses
+(`app.storage.local`, `app.storage.routes`). An S3-compatible backend (presigned PUT binding
+type and length) is planned and will be one more name here.
+"""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from flask import Flask, current_app
+
+ALLOWED_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif", "application/pdf"})
+MAX_EVIDENCE_BYTES = 10 * 1024 * 1024
+UPLOAD_LIFETIME_SECONDS = 900
+VIEW_LIFETIME_SECONDS = 300
+BACKENDS = ("local",)
+
+
+class StorageUnavailable(Exception):
+    """The storage cannot be written or read right now (503 `service_unavailable`)."""
+
+
+@dataclass(frozen=True)
+class UploadTicket:
+    """Where and how the client sends the bytes: exactly these headers, before `expires_in`."""
+
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    expires_in: int = UPLOAD_LIFETIME_SECONDS
+    method: str = "PUT"
+
+
+class EvidenceStorage(ABC):
+    """What the dispute code needs from a storage backend; nothing here knows about HTTP
+    requests or accounts. Keys are relative paths such as `evidence/med_<id>/<evidence id>`
+    made of letters, digits, `.`, `_`, `-` and `/`; any other key raises ValueError."""
+
+    @abstractmethod
+    def upload_address(
+        self,
+        key: str,
+        content_type: str,
+        content_length: int,
+        expires_in: int = UPLOAD_LIFETIME_SECONDS,
+    ) -> UploadTicket:
+        """A signed PUT for exactly this type (one of ALLOWED_TYPES) and this byte length
+        (1..MAX_EVIDENCE_BYTES); ValueError for anything else."""
+
+    @abstractmethod
+    def view_address(self, key: str, expires_in: int = VIEW_LIFETIME_SECONDS) -> str:
+        """A signed GET address for the stored object, valid `expires_in` seconds."""
+
+    @abstractmethod
+    def stored_size(self, key: str) -> int | None:
+        """The stored object's size in bytes, or None when nothing was uploaded.
+        StorageUnavailable when the storage cannot be read."""
+
+    @abstractmethod
+    def healthy(self) -> bool:
+        """Whether uploads can be stored right now."""
+
+
+def check_upload(content_type: str, content_length: int) -> None:
+    """ValueError unless the type and the size are allowed for evidence."""
+    if content_type not in ALLOWED_TYPES:
+        raise ValueError(f"Evidence must be one of {', '.join(sorted(ALLOWED_TYPES))}.")
+    if (
+        not isinstance(content_length, int)
+        or isinstance(content_length, bool)
+        or not 0 < content_length <= MAX_EVIDENCE_BYTES
+    ):
+        raise ValueError(f"Evidence must be 1 to {MAX_EVIDENCE_BYTES} bytes long.")
+
+
+def check_backend_setting(config) -> None:
+    """Refuse to start with a storage backend that does not exist."""
+    if config.get("EVIDENCE_STORAGE", "local") not in BACKENDS:
+        raise RuntimeError(
+            f"EVIDENCE_STORAGE={config.get('EVIDENCE_STORAGE')!r} is not supported; "
+            f"use one of: {', '.join(BACKENDS)}."
+        )
+
+
+def evidence_storage(app: Flask | None = None) -> EvidenceStorage:
+    """The configured backend for this app (the current one unless given)."""
+    from app.storage.local import LocalEvidenceStorage
+
+    app = app or current_app
+    check_backend_setting(app.config)
+    return LocalEvidenceStorage.from_app(app)

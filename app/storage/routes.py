@@ -1,0 +1,182 @@
+"""The local storage's own addresses: `PUT /storage/<key>` receives evidence, `GET` serves it.
+
+Whoever holds a signed address may use it, with no API key, session or CSRF token; the
+signature (app.storage.local) is the only credential. Errors use the API's JSON envelope
+(`invalid_signature` 403, `content_type_mismatch` 400, `content_length_mismatch` 400 for
+fewer bytes than signed or 413 for more, `service_unavailable` 503), with the request id
+and the service's security headers like every other answer.
+
+These routes exist only while `EVIDENCE_STORAGE` is `local`; with another backend they
+answer 404.
+"""
+
+import logging
+from collections.abc import Iterator
+
+from flask import Blueprint, Flask, jsonify, request, send_file
+from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
+
+from app.errors import (
+    ApiError,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    ServiceUnavailable,
+    api_error_from_http,
+    current_request_id,
+    error_envelope,
+)
+from app.extensions import csrf
+from app.storage import (
+    ALLOWED_TYPES,
+    MAX_EVIDENCE_BYTES,
+    StorageUnavailable,
+    check_backend_setting,
+    evidence_storage,
+)
+from app.storage.local import LocalEvidenceStorage
+from app.storage.signing import SignatureRefused
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("storage", __name__, url_prefix="/storage")
+VIEW_CONTENT_SECURITY_POLICY = "default-src 'none'"
+_CHUNK = 64 * 1024
+
+
+class InvalidSignature(PermissionDenied):
+    code = "invalid_signature"
+    message = "This address is not valid for this request, or has expired."
+
+
+class ContentTypeMismatch(InvalidRequest):
+    code = "content_type_mismatch"
+
+
+class ContentLengthMismatch(InvalidRequest):
+    code = "content_length_mismatch"
+
+
+class ContentTooLong(ContentLengthMismatch):
+    status = 413
+
+
+def register_storage(app: Flask) -> None:
+    check_backend_setting(app.config)
+    csrf.exempt(bp)  # the signed address is the credential; there is no session to protect
+    app.register_blueprint(bp)
+
+
+@bp.put("/<path:key>")
+def upload(key: str):
+    """Store the body as `key` if it is exactly what the address was signed for.
+
+    A second PUT with the same valid address overwrites the object atomically (the client
+    may retry a failed upload); nothing is stored unless the whole body is right."""
+    storage = _storage()
+    grant = _grant(storage, "PUT", key)
+    if grant.content_type not in ALLOWED_TYPES or not (
+        grant.content_length and 0 < grant.content_length <= MAX_EVIDENCE_BYTES
+    ):
+        raise InvalidSignature("This address does not allow an upload.")
+    if request.headers.get("Content-Type") != grant.content_type:
+        raise ContentTypeMismatch(
+            f"Content-Type must be {grant.content_type}, as signed.", param="Content-Type"
+        )
+    declared = request.content_length
+    if declared != grant.content_length:
+        error = ContentTooLong if (declared or 0) > grant.content_length else ContentLengthMismatch
+        raise error(
+            f"Content-Length must be {grant.content_length}, as signed.", param="Content-Length"
+        )
+    try:
+        size = storage.save(key, grant.content_type, _body(grant.content_length))
+    except StorageUnavailable as error:
+        log.warning("evidence storage unavailable", exc_info=error)
+        raise ServiceUnavailable("The document storage is unavailable; retry later.") from error
+    return jsonify({"stored": True, "size": size})
+
+
+@bp.get("/<path:key>")
+def view(key: str):
+    storage = _storage()
+    grant = _grant(storage, "GET", key)
+    path = storage.path(key)
+    if not path.is_file():
+        raise NotFound("No such object.")
+    try:
+        response = send_file(
+            path, mimetype=storage.content_type(key), conditional=False, etag=False
+        )
+    except OSError as error:
+        raise ServiceUnavailable("The document storage is unavailable; retry later.") from error
+    remaining = max(grant.expires_at - storage.now(), 0)
+    response.headers["Content-Disposition"] = "inline"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Security-Policy"] = VIEW_CONTENT_SECURITY_POLICY
+    response.headers["Cache-Control"] = f"private, max-age={remaining}"
+    return response
+
+
+@bp.errorhandler(ApiError)
+def _api_error(error: ApiError):
+    response = jsonify(error_envelope(error))
+    response.status_code = error.status
+    response.headers.update(error.headers)
+    return response
+
+
+@bp.errorhandler(HTTPException)
+def _http_error(error: HTTPException):
+    return _api_error(api_error_from_http(error))
+
+
+@bp.errorhandler(Exception)
+def _unexpected(error: Exception):
+    log.exception("unhandled error", extra={"request_id": current_request_id()})
+    return _api_error(ApiError())
+
+
+def _storage() -> LocalEvidenceStorage:
+    storage = evidence_storage()
+    if not isinstance(storage, LocalEvidenceStorage):
+        raise NotFound("No such route or resource.")
+    return storage
+
+
+def _grant(storage: LocalEvidenceStorage, method: str, key: str):
+    try:
+        storage.path(key)
+    except ValueError as error:
+        raise InvalidRequest(str(error), code="invalid_key") from error
+    try:
+        return storage.verify(method, key, request.args.to_dict())
+    except SignatureRefused as error:
+        raise InvalidSignature(str(error)) from error
+
+
+def _body(length: int) -> Iterator[bytes]:
+    """The request body in chunks, reading at most `length + 1` bytes: more than `length`
+    is a 413, fewer (the client stopped early) a 400, both before anything is stored."""
+    request.max_content_length = length  # this route's own limit, not MAX_CONTENT_LENGTH
+    stream = request.stream
+    received = 0
+    while received <= length:
+        try:
+            chunk = stream.read(min(_CHUNK, length + 1 - received))
+        except RequestEntityTooLarge as error:
+            raise ContentTooLong(f"The body is longer than the signed {length} bytes.") from error
+        except ClientDisconnected as error:
+            raise ContentLengthMismatch(
+                f"The body ended before the signed {length} bytes."
+            ) from error
+        if not chunk:
+            break
+        received += len(chunk)
+        if received > length:
+            raise ContentTooLong(f"The body is longer than the signed {length} bytes.")
+        yield chunk
+    if received != length:
+        raise ContentLengthMismatch(
+            f"The body ended after {received} of the signed {length} bytes."
+        )
