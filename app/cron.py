@@ -6,7 +6,16 @@ The scheduler only enqueues; the jobs run in the RQ workers (`python worker.py`)
 from rq import cron
 
 from app.config import load_settings
-from app.jobs import charges, maintenance, payments, payouts, refunds, wallets, webhooks
+from app.jobs import (
+    charges,
+    disputes,
+    maintenance,
+    payments,
+    payouts,
+    refunds,
+    wallets,
+    webhooks,
+)
 
 PERIODIC_QUEUE = "periodic"
 settings = load_settings()
@@ -27,3 +36,8 @@ cron.register(
     payments.sweep_payments, PERIODIC_QUEUE, interval=settings["PAYMENT_FINALISE_SWEEP_SECONDS"]
 )
 cron.register(refunds.poll_refunds, PERIODIC_QUEUE, interval=settings["REFUND_POLL_SECONDS"])
+cron.register(
+    disputes.sweep_dispute_notices,
+    PERIODIC_QUEUE,
+    interval=settings["DISPUTE_NOTICE_SWEEP_SECONDS"],
+)

@@ -6,6 +6,7 @@ from app.api import (
     api_keys,
     auth,
     charges,
+    disputes,
     docs,
     health,
     payments,
@@ -31,6 +32,8 @@ RESOURCE_BLUEPRINTS = (
     withdrawals.blp,
     withdrawals.admin_blp,
     webhooks.blp,
+    *disputes.case_blueprints,
+    disputes.sandbox_disputes_blp,
 )
 
 

@@ -4,6 +4,15 @@ from app.models.account import Account, Membership, Role, User
 from app.models.api_key import ApiKey, KeyMode
 from app.models.audit import AuditLog
 from app.models.auth_token import RevokedToken
+from app.models.dispute import (
+    FINAL_DISPUTE_STATUSES,
+    DisputeCase,
+    DisputeEvidence,
+    DisputeStatus,
+    DisputeType,
+    EvidenceUploader,
+    MoneyOutcome,
+)
 from app.models.event import Event
 from app.models.idempotency import IdempotencyKey
 from app.models.ledger import (
@@ -32,19 +41,26 @@ from app.models.webhook import (
 from app.models.withdrawal import Withdrawal, WithdrawalStatus, WithdrawalType
 
 __all__ = [
+    "FINAL_DISPUTE_STATUSES",
     "SETTLED_STATUSES",
     "Account",
     "ApiKey",
     "AuditLog",
     "DeliveryStatus",
+    "DisputeCase",
+    "DisputeEvidence",
+    "DisputeStatus",
+    "DisputeType",
     "EndpointStatus",
     "Event",
+    "EvidenceUploader",
     "IdempotencyKey",
     "KeyMode",
     "LedgerAccount",
     "LedgerEntry",
     "LedgerPosting",
     "Membership",
+    "MoneyOutcome",
     "Origin",
     "ReceivedPix",
     "ReceivedPixOutcome",

@@ -115,6 +115,22 @@ def active_membership(user_id: str, account_id: str) -> Membership | None:
     )
 
 
+def manager_emails(account_id: str) -> list[str]:
+    """Where account notices go (failing webhooks, disputes): its active OWNERs and ADMINs."""
+    return list(
+        db.session.scalars(
+            sa.select(User.email)
+            .join(Membership, Membership.user_id == User.id)
+            .where(
+                Membership.account_id == account_id,
+                Membership.active.is_(True),
+                Membership.role.in_(MANAGING_ROLES),
+            )
+            .order_by(User.email)
+        )
+    )
+
+
 def authenticate(email: str, password: str) -> User:
     """The active user with this e-mail and password, or Unauthorized (one message for all)."""
     failure = Unauthorized("Invalid e-mail or password.")

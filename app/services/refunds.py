@@ -211,8 +211,8 @@ def due_refunds(now: datetime | None = None, limit: int = 200) -> list[str]:
 def _check_refundable(payment: Transaction) -> None:
     if payment.status in DISPUTED:
         raise InvalidRequest(
-            "This transaction is disputed; it cannot be refunded while the dispute is open "
-            "(the disputed amount is already held).",
+            "This transaction is disputed and cannot be refunded: the disputed amount is held "
+            "until the case is decided, or was already returned to the payer.",
             code=CHARGE_DISPUTED,
         )
     if payment.status not in SETTLED_STATUSES:
@@ -315,7 +315,7 @@ def _complete(refund: Refund) -> None:
         ],
     )
     payment = transactions.lock(refund.transaction_id)
-    total = _refunded(payment)
+    total = refunded_total(payment)
     details = refund_event_data(refund, total)
     if total >= payment.amount and payment.status in SETTLED_STATUSES:
         transactions.transition(payment, S.REFUNDED, at=now, event_details=details)
@@ -344,7 +344,8 @@ def _fail(refund: Refund, reason: str) -> None:
     _post(refund, REVERSAL, "Refund failed, returned", lines)
 
 
-def _refunded(payment: Transaction) -> int:
+def refunded_total(payment: Transaction) -> int:
+    """What the merchant's completed refunds sent back to the payer."""
     return _sum_of_refunds(payment, Refund.status == R.REFUNDED)
 
 

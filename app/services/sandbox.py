@@ -2,18 +2,32 @@
 
 Used by `POST /v1/sandbox/charges/{id}/pay`, `POST /v1/sandbox/payments/{id}/pay` and the
 test-mode checkout pages. Pix goes through `pix_payments.receive` and the other methods
-through `payments.settle`, exactly as a live provider's notification would.
+through `payments.settle`, exactly as a live provider's notification would. Likewise
+`POST /v1/sandbox/charges/{id}/dispute` is the payer's bank disputing a paid test charge
+through the real dispute channel (`disputes.open_case`).
 """
 
+from datetime import timedelta
+
+from flask import current_app
+
 from app.errors import Conflict, InvalidRequest, NotFound
-from app.models import KeyMode, ReceivedPix, Transaction, TransactionStatus
+from app.models import (
+    DisputeCase,
+    DisputeType,
+    KeyMode,
+    ReceivedPix,
+    Transaction,
+    TransactionStatus,
+)
 from app.models.base import utcnow
 from app.pix.identifiers import new_end_to_end_id
 from app.providers.sandbox import SANDBOX_ISPB
-from app.services import payments, pix_payments, transactions
+from app.services import disputes, payments, pix_payments, transactions
 
 SANDBOX_PAYER_CPF = "52998224725"
 SANDBOX_PAYER_NAME = "Pagador Sandbox"
+SANDBOX_SOURCE = "sandbox"
 EXPECTED_PAYER = object()
 
 
@@ -74,3 +88,24 @@ def pay_by_method(
             f"A {locked.status} transaction cannot be paid.", code="transaction_not_payable"
         )
     return payments.settle(locked, method, paid_at=utcnow(), approved=approved)
+
+
+def open_dispute(charge: Transaction, report: dict) -> tuple[DisputeCase, bool]:
+    """The payer's bank disputes a test-mode charge; `report` as the sandbox route takes it.
+    Without `external_id`, one notification per charge: sending it again finds that case."""
+    if charge.mode is not KeyMode.TEST:
+        raise NotFound("No such charge.")
+    now = utcnow()
+    hours = current_app.config["SANDBOX_DISPUTE_RESPONSE_HOURS"]
+    notice = disputes.DisputeNotice(
+        external_id=report.get("external_id") or f"sbx_{charge.id}",
+        type=DisputeType(report["type"]),
+        amount=report.get("amount"),
+        method=report.get("method"),
+        reason=report.get("reason"),
+        response_deadline=report.get("response_deadline", now + timedelta(hours=hours)),
+        payer_name=report.get("payer_name"),
+        payer_document=report.get("payer_document"),
+        opened_at=now,
+    )
+    return disputes.open_case(charge.id, notice, source=SANDBOX_SOURCE)

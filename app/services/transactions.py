@@ -28,7 +28,7 @@ TRANSITIONS: dict[TransactionStatus, frozenset[TransactionStatus]] = {
     S.PROCESSING: frozenset({S.PAID, S.APPROVED, S.REFUNDED, S.CANCELLED, S.REFUSED}),
     S.PAID: frozenset({S.REFUNDED, S.DISPUTE}),
     S.APPROVED: frozenset({S.REFUNDED, S.CHARGEBACK, S.DISPUTE}),
-    S.DISPUTE: frozenset({S.PAID}),
+    S.DISPUTE: frozenset({S.PAID, S.APPROVED}),
     S.CHARGEBACK: frozenset({S.APPROVED}),
 }
 
@@ -80,9 +80,11 @@ def transition(
     *,
     at: datetime | None = None,
     event_details: dict | None = None,
+    record_events: bool = True,
 ) -> None:
     """Move `transaction` to `to` (the caller holds its lock) and record the events;
-    `event_details` adds fields to the legacy `payment.*` data (the refund behind it)."""
+    `event_details` adds fields to the legacy `payment.*` data (the refund behind it).
+    `record_events=False` is for moves whose own events tell the story (a dispute's end)."""
     previous = transaction.status
     if to not in TRANSITIONS.get(previous, frozenset()):
         raise Conflict(
@@ -91,7 +93,7 @@ def transition(
         )
     transaction.status = to
     transaction.updated_at = at or utcnow()
-    for event_type in EVENTS_ON_ENTRY.get(to, ()):
+    for event_type in EVENTS_ON_ENTRY.get(to, ()) if record_events else ():
         record_event(
             transaction.account_id,
             transaction.mode,

@@ -36,15 +36,12 @@ from app.models import (
     EndpointStatus,
     Event,
     KeyMode,
-    Membership,
-    Role,
     Transaction,
-    User,
     WebhookDelivery,
     WebhookEndpoint,
 )
 from app.models.base import utcnow
-from app.services import event_catalog, mail, secrets_box
+from app.services import accounts, event_catalog, mail, secrets_box
 
 D = DeliveryStatus
 DELIVER_JOB = "app.jobs.webhooks.deliver"
@@ -513,17 +510,8 @@ def _active_endpoint(account_id: str, mode: KeyMode, endpoint_id: str) -> Webhoo
 def alert_owners(endpoint_id: str) -> None:
     """E-mail the account's OWNERs and ADMINs that an endpoint keeps dead-lettering."""
     endpoint = db.session.get(WebhookEndpoint, endpoint_id)
-    owners = db.session.scalars(
-        sa.select(User.email)
-        .join(Membership, Membership.user_id == User.id)
-        .where(
-            Membership.account_id == endpoint.account_id,
-            Membership.active.is_(True),
-            Membership.role.in_((Role.OWNER, Role.ADMIN)),
-        )
-    ).all()
     mail.send(
-        list(owners),
+        accounts.manager_emails(endpoint.account_id),
         "Acme Pay: a webhook endpoint keeps failing",
         f"Deliveries to {endpoint.url} have failed {endpoint.consecutive_dead_letters} times in "
         "a row after every retry. The endpoint is still ACTIVE. Check it, then resend the "

@@ -43,4 +43,5 @@ def test_cron_schedule_declares_the_periodic_jobs(redis):
         ("app.jobs.webhooks.sweep_webhooks", "periodic", 15),
         ("app.jobs.payments.sweep_payments", "periodic", 10),
         ("app.jobs.refunds.poll_refunds", "periodic", 30),
+        ("app.jobs.disputes.sweep_dispute_notices", "periodic", 60),
     }

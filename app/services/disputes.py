@@ -1,0 +1,647 @@
+"""Dispute cases (MED, chargebacks): opening, the merchant's appeal or acceptance, evidence,
+and the decision from the dispute channel, with the money each step moves.
+
+Money, one ledger posting per case and step (unique by kind and case id):
+- opening holds the disputed amount: available → retained (available may go negative);
+- `refunded_to_merchant` releases it: retained → available, and the charge is paid again;
+- `lost` (accepted, rejected) and `closed_without_refund` send it to the payer's bank:
+  retained → provider clearing; the charge stays disputed.
+A case whose reported amount differs from the charge's holds nothing and changes no status:
+it is flagged (`amount_mismatch`) for the operations team, and its decision moves no money.
+
+Events: `med_case.created` on opening, `med_case.updated` on every status change and when
+evidence is requested, `med.resolved` with the money outcome. Outcome notices can be switched
+off (`DISPUTE_OUTCOME_EVENTS`). No `charge.*` event is ever sent because of a dispute. The
+account's OWNERs and ADMINs are e-mailed when a case opens and when it is resolved, by a job
+that a periodic sweep retries until the mail is sent.
+"""
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+from flask import current_app
+
+from app.errors import Conflict, InvalidRequest, NotFound, ServiceUnavailable
+from app.extensions import db
+from app.formats.charges import CHARGE_ID_PREFIX
+from app.formats.disputes import med_case_object, med_metadata
+from app.jobs.queueing import enqueue_after_commit
+from app.models import (
+    SETTLED_STATUSES,
+    DisputeCase,
+    DisputeEvidence,
+    DisputeStatus,
+    DisputeType,
+    EvidenceUploader,
+    KeyMode,
+    LedgerAccount,
+    MoneyOutcome,
+    Transaction,
+    TransactionStatus,
+)
+from app.models.base import utcnow
+from app.services import accounts, audit, ledger, mail, refunds, transactions
+from app.services.events import record_event
+from app.services.ledger import Line
+from app.storage import StorageUnavailable, UploadTicket, check_upload, evidence_storage
+
+CASE_PREFIX = "med_"
+EVIDENCE_PREFIX = "medev_"
+MED_METHODS = ("scam", "unauthorized", "coercion", "invasion", "other")
+MIN_APPEAL, MAX_APPEAL = 5, 2000
+MAX_REASON = 2000
+MAX_FILE_NAME = 255
+DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT = 25, 100
+NOTICE_JOB = "app.jobs.disputes.send_dispute_notices"
+HOLD, RELEASE, LOSS = "dispute_hold", "dispute_release", "dispute_loss"
+NOT_OPEN = "med_case_not_open"
+DECISIONS = {
+    "rejected": (DisputeStatus.REJECTED, MoneyOutcome.LOST),
+    "refunded_to_merchant": (DisputeStatus.CLOSED, MoneyOutcome.REFUNDED_TO_MERCHANT),
+    "closed_without_refund": (DisputeStatus.CLOSED, MoneyOutcome.CLOSED_WITHOUT_REFUND),
+}
+_SAFE_FILE_NAME = re.compile(r"[^\x00-\x1f\x7f/\\]+")
+S = DisputeStatus
+
+
+@dataclass(frozen=True)
+class DisputeNotice:
+    """A dispute as the channel reports it; `external_id` identifies the notification, so a
+    re-delivery finds the case it opened. `amount` None means the charge's amount."""
+
+    external_id: str
+    type: DisputeType = DisputeType.MED
+    amount: int | None = None
+    method: str | None = None
+    reason: str | None = None
+    response_deadline: datetime | None = None
+    reference_id: str | None = None
+    payer_name: str | None = None
+    payer_document: str | None = None
+    opened_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class CaseQuery:
+    limit: int = DEFAULT_LIST_LIMIT
+    starting_after: str | None = None
+    status: str | None = None
+    type: str | None = None
+    charge_id: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class CasePage:
+    data: list[DisputeCase]
+    has_more: bool
+
+    @property
+    def next_cursor(self) -> str | None:
+        return self.data[-1].id if self.has_more and self.data else None
+
+
+# Opening
+
+
+def open_case(
+    transaction_id: str, notice: DisputeNotice, *, source: str
+) -> tuple[DisputeCase, bool]:
+    """The case for this notification, opened now or found (re-delivery); True when new.
+
+    The transaction's row lock serialises notifications about it, so two deliveries of one
+    notification at once open one case."""
+    transaction = transactions.lock(transaction_id)
+    existing = db.session.scalar(
+        sa.select(DisputeCase).where(
+            DisputeCase.transaction_id == transaction.id,
+            DisputeCase.external_id == notice.external_id,
+        )
+    )
+    if existing is not None:
+        return existing, False
+    _check_notice(transaction, notice)
+    now = utcnow()
+    amount = transaction.amount if notice.amount is None else notice.amount
+    mismatch = amount != transaction.amount
+    case = DisputeCase(
+        id=f"{CASE_PREFIX}{uuid.uuid4()}",
+        account_id=transaction.account_id,
+        mode=transaction.mode,
+        transaction_id=transaction.id,
+        external_id=notice.external_id,
+        source=source,
+        type=notice.type,
+        status=S.OPEN,
+        amount=amount,
+        currency=transaction.currency,
+        held_amount=0 if mismatch else amount,
+        amount_mismatch=mismatch,
+        method=notice.method,
+        reason=notice.reason,
+        reference_id=notice.reference_id or transaction.end_to_end_id,
+        payer_name=notice.payer_name,
+        payer_document=notice.payer_document,
+        response_deadline=notice.response_deadline,
+        opened_at=notice.opened_at or now,
+        created_at=now,
+        updated_at=now,
+    )
+    db.session.add(case)
+    db.session.flush()
+    if not mismatch:
+        _post(case, HOLD, "Disputed amount held", LedgerAccount.AVAILABLE, LedgerAccount.RETAINED)
+        transactions.transition(transaction, _disputed_status(transaction, case), at=now)
+    _refresh_metadata(transaction, case, now)
+    _record(case, "med_case.created")
+    enqueue_after_commit(db.session(), "default", NOTICE_JOB, case.id)
+    return case, True
+
+
+def _check_notice(transaction: Transaction, notice: DisputeNotice) -> None:
+    if transaction.status not in SETTLED_STATUSES:
+        raise Conflict(
+            f"Only a paid charge can be disputed; this one is {transaction.status}.",
+            code="charge_not_disputable",
+        )
+    if notice.amount is not None and notice.amount <= 0:
+        raise InvalidRequest("amount is an integer > 0.", code="invalid_amount", param="amount")
+    if notice.method is not None and notice.method not in MED_METHODS:
+        raise InvalidRequest(f"method is one of {', '.join(MED_METHODS)}.", param="method")
+    if notice.reason is not None and len(notice.reason) > MAX_REASON:
+        raise InvalidRequest(f"reason is at most {MAX_REASON} characters.", param="reason")
+
+
+def _disputed_status(transaction: Transaction, case: DisputeCase) -> TransactionStatus:
+    """A card chargeback is CHARGEBACK; every other dispute (MED included) is DISPUTE."""
+    chargeback = case.type is DisputeType.CHARGEBACK
+    if chargeback and transaction.status is TransactionStatus.APPROVED:
+        return TransactionStatus.CHARGEBACK
+    return TransactionStatus.DISPUTE
+
+
+# Reading
+
+
+def get_case(account_id: str, mode: KeyMode, case_id: str) -> DisputeCase:
+    """A case of the caller's account and mode; anything else is 404."""
+    case = db.session.scalar(
+        sa.select(DisputeCase).where(
+            DisputeCase.id == case_id,
+            DisputeCase.account_id == account_id,
+            DisputeCase.mode == mode,
+        )
+    )
+    if case is None:
+        raise NotFound("No such dispute case.")
+    return case
+
+
+def list_cases(account_id: str, mode: KeyMode, query: CaseQuery) -> CasePage:
+    """Newest first, ties broken by id, so a cursor never skips or repeats a case."""
+    conditions = [DisputeCase.account_id == account_id, DisputeCase.mode == mode]
+    if query.starting_after is not None:
+        cursor = _cursor_case(account_id, mode, query.starting_after)
+        conditions.append(
+            sa.tuple_(DisputeCase.created_at, DisputeCase.id)
+            < sa.tuple_(sa.literal(cursor.created_at, DisputeCase.created_at.type), cursor.id)
+        )
+    if query.status is not None:
+        conditions.append(DisputeCase.status == DisputeStatus(query.status))
+    if query.type is not None:
+        conditions.append(DisputeCase.type == DisputeType(query.type))
+    if query.charge_id is not None:
+        conditions.append(DisputeCase.transaction_id == _charge_filter(query.charge_id))
+    if query.created_after is not None:
+        conditions.append(DisputeCase.created_at > query.created_after)
+    if query.created_before is not None:
+        conditions.append(DisputeCase.created_at < query.created_before)
+    rows = db.session.scalars(
+        sa.select(DisputeCase)
+        .where(*conditions)
+        .order_by(DisputeCase.created_at.desc(), DisputeCase.id.desc())
+        .limit(query.limit + 1)
+    ).all()
+    return CasePage(data=list(rows[: query.limit]), has_more=len(rows) > query.limit)
+
+
+def _cursor_case(account_id: str, mode: KeyMode, cursor: str) -> DisputeCase:
+    if not cursor.startswith(CASE_PREFIX):
+        raise InvalidRequest("starting_after takes a case id (med_…).", param="starting_after")
+    case = db.session.scalar(
+        sa.select(DisputeCase).where(
+            DisputeCase.id == cursor,
+            DisputeCase.account_id == account_id,
+            DisputeCase.mode == mode,
+        )
+    )
+    if case is None:
+        raise InvalidRequest(
+            "starting_after is not a case of this account.", param="starting_after"
+        )
+    return case
+
+
+def _charge_filter(charge_id: str) -> str:
+    raw = charge_id.removeprefix(CHARGE_ID_PREFIX)
+    if not charge_id.startswith(CHARGE_ID_PREFIX) or not raw:
+        raise InvalidRequest("charge_id takes a charge id (ch_…).", param="charge_id")
+    return raw
+
+
+def evidence_counts(case_ids: list[str]) -> dict[str, int]:
+    """Confirmed evidence per case, in one query (a list page counts all its cases at once)."""
+    if not case_ids:
+        return {}
+    rows = db.session.execute(
+        sa.select(DisputeEvidence.case_id, sa.func.count())
+        .where(DisputeEvidence.case_id.in_(case_ids), DisputeEvidence.uploaded_at.is_not(None))
+        .group_by(DisputeEvidence.case_id)
+    )
+    counts = dict.fromkeys(case_ids, 0)
+    counts.update({case_id: int(count) for case_id, count in rows})
+    return counts
+
+
+def case_object(case: DisputeCase) -> dict:
+    """The public `med_case` of one case (with its evidence count)."""
+    return med_case_object(case, evidence_counts([case.id])[case.id])
+
+
+def open_cases_by_deadline(account_id: str, mode: KeyMode) -> list[DisputeCase]:
+    """Open and appealed cases, the most urgent deadline first (the dashboard's notice)."""
+    return list(
+        db.session.scalars(
+            sa.select(DisputeCase)
+            .where(
+                DisputeCase.account_id == account_id,
+                DisputeCase.mode == mode,
+                DisputeCase.status.in_((S.OPEN, S.APPEALED)),
+            )
+            .order_by(DisputeCase.response_deadline.is_(None), DisputeCase.response_deadline)
+        )
+    )
+
+
+# The merchant's answers
+
+
+def appeal(
+    account_id: str, mode: KeyMode, case_id: str, reason: str, actor_user_id: str | None = None
+) -> DisputeCase:
+    """Contest an open case; the amount stays held until the decision."""
+    text = reason.strip() if isinstance(reason, str) else ""
+    if not MIN_APPEAL <= len(text) <= MAX_APPEAL:
+        raise InvalidRequest(f"reason is {MIN_APPEAL} to {MAX_APPEAL} characters.", param="reason")
+    case = _lock_open(account_id, mode, case_id, "appealed")
+    now = utcnow()
+    case.status, case.appeal_reason, case.appealed_at, case.updated_at = S.APPEALED, text, now, now
+    _audit(case, actor_user_id, "med_case.appealed")
+    _changed(case, now)
+    return case
+
+
+def accept(
+    account_id: str, mode: KeyMode, case_id: str, actor_user_id: str | None = None
+) -> DisputeCase:
+    """Give up an open case: final, the held amount goes to the payer (`lost`)."""
+    case = _lock_open(account_id, mode, case_id, "accepted")
+    _audit(case, actor_user_id, "med_case.accepted")
+    _finish(case, S.ACCEPTED, MoneyOutcome.LOST)
+    return case
+
+
+def _lock_open(account_id: str, mode: KeyMode, case_id: str, becoming: str) -> DisputeCase:
+    case = _lock(get_case(account_id, mode, case_id).id)
+    if case.status is not S.OPEN:
+        raise InvalidRequest(
+            f"Only an open case can be {becoming}; this one is {case.status}.", code=NOT_OPEN
+        )
+    return case
+
+
+# The dispute channel's decisions (provider, sandbox, operations staff)
+
+
+def request_evidence(case_id: str, actor_user_id: str | None = None) -> DisputeCase:
+    """The platform asks the merchant for evidence (`evidence_requested_at`)."""
+    case = _lock(case_id)
+    if case is None:
+        raise NotFound("No such dispute case.")
+    if case.is_final:
+        raise InvalidRequest(f"The case is already {case.status}.", code=NOT_OPEN)
+    now = utcnow()
+    case.evidence_requested_at = case.updated_at = now
+    _audit(case, actor_user_id, "med_case.evidence_requested")
+    _changed(case, now)
+    return case
+
+
+def decide(
+    case_id: str, decision: str, actor_user_id: str | None = None, note: str | None = None
+) -> DisputeCase:
+    """Apply the channel's decision to an open or appealed case: `rejected` (lost),
+    `refunded_to_merchant` or `closed_without_refund` (both closed)."""
+    if decision not in DECISIONS:
+        raise InvalidRequest(f"decision is one of {', '.join(DECISIONS)}.", param="decision")
+    case = _lock(case_id)
+    if case is None:
+        raise NotFound("No such dispute case.")
+    if case.is_final:
+        raise InvalidRequest(f"The case is already {case.status}.", code=NOT_OPEN)
+    case.decided_by = actor_user_id
+    case.decision_note = (note or "").strip()[:500] or None
+    _audit(case, actor_user_id, f"med_case.{decision}")
+    status, outcome = DECISIONS[decision]
+    _finish(case, status, outcome)
+    return case
+
+
+def _finish(case: DisputeCase, status: DisputeStatus, outcome: MoneyOutcome) -> None:
+    now = utcnow()
+    case.status, case.money_outcome, case.closed_at, case.updated_at = status, outcome, now, now
+    transaction = transactions.lock(case.transaction_id)
+    if case.held_amount:
+        if outcome is MoneyOutcome.REFUNDED_TO_MERCHANT:
+            _post(
+                case,
+                RELEASE,
+                "Dispute won, held amount returned",
+                LedgerAccount.RETAINED,
+                LedgerAccount.AVAILABLE,
+            )
+            _restore(transaction, now)
+        else:
+            _post(
+                case,
+                LOSS,
+                "Dispute lost, held amount returned to the payer",
+                LedgerAccount.RETAINED,
+                LedgerAccount.PROVIDER_CLEARING,
+            )
+    _refresh_metadata(transaction, case, now)
+    if current_app.config["DISPUTE_OUTCOME_EVENTS"]:
+        _record(case, "med_case.updated")
+        _record(case, "med.resolved", {"money_outcome": str(outcome)})
+    enqueue_after_commit(db.session(), "default", NOTICE_JOB, case.id)
+
+
+def _restore(transaction: Transaction, now: datetime) -> None:
+    """The charge is paid again, or refunded when merchant refunds completed meanwhile
+    cover it; quietly, since no `charge.*` (or payment) event follows from a dispute."""
+    settled = (
+        TransactionStatus.APPROVED
+        if transaction.status is TransactionStatus.CHARGEBACK
+        else TransactionStatus.PAID
+    )
+    transactions.transition(transaction, settled, at=now, record_events=False)
+    if refunds.refunded_total(transaction) >= transaction.amount:
+        transactions.transition(
+            transaction, TransactionStatus.REFUNDED, at=now, record_events=False
+        )
+
+
+# Evidence
+
+
+def create_upload(
+    account_id: str,
+    mode: KeyMode,
+    case_id: str,
+    *,
+    file_name: str,
+    file_size: int,
+    mime_type: str,
+    uploaded_by: EvidenceUploader = EvidenceUploader.MERCHANT,
+) -> tuple[DisputeEvidence, UploadTicket]:
+    """A pending evidence item and the signed address its bytes go to (900 seconds)."""
+    case = get_case(account_id, mode, case_id)
+    if case.is_final:
+        raise InvalidRequest(
+            f"The case is {case.status}; evidence can no longer be attached.", code=NOT_OPEN
+        )
+    name = _checked_file_name(file_name)
+    try:
+        check_upload(mime_type, file_size)
+    except ValueError as error:
+        param = "mime_type" if "must be one of" in str(error) else "file_size"
+        raise InvalidRequest(str(error), param=param) from error
+    storage = evidence_storage()
+    if not storage.healthy():
+        raise ServiceUnavailable("The document storage is unavailable; retry later.")
+    evidence_id = f"{EVIDENCE_PREFIX}{uuid.uuid4().hex}"
+    key = f"evidence/{case.id}/{evidence_id}"
+    ticket = storage.upload_address(key, mime_type, file_size)
+    now = utcnow()
+    evidence = DisputeEvidence(
+        id=evidence_id,
+        case_id=case.id,
+        file_name=name,
+        file_size=file_size,
+        mime_type=mime_type,
+        uploaded_by=uploaded_by,
+        storage_key=key,
+        upload_expires_at=now + timedelta(seconds=ticket.expires_in),
+        created_at=now,
+    )
+    db.session.add(evidence)
+    db.session.flush()
+    return evidence, ticket
+
+
+def complete_upload(
+    account_id: str, mode: KeyMode, case_id: str, evidence_id: str
+) -> DisputeEvidence:
+    """Confirm an upload once the storage holds exactly the declared bytes (idempotent)."""
+    case = get_case(account_id, mode, case_id)
+    evidence = db.session.scalar(
+        sa.select(DisputeEvidence)
+        .where(DisputeEvidence.id == evidence_id, DisputeEvidence.case_id == case.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if evidence is None:
+        raise NotFound("No such evidence.")
+    if evidence.uploaded_at is not None:
+        return evidence
+    try:
+        stored = evidence_storage().stored_size(evidence.storage_key)
+    except StorageUnavailable as error:
+        raise ServiceUnavailable("The document storage is unavailable; retry later.") from error
+    if stored is None:
+        expired = utcnow() >= evidence.upload_expires_at
+        raise Conflict(
+            "The upload address has expired without a file; ask for a new one."
+            if expired
+            else "No file has been uploaded to the address yet.",
+            code="EVIDENCE_NOT_UPLOADED",
+        )
+    if stored != evidence.file_size:
+        raise Conflict(
+            f"The stored file is {stored} bytes, not the declared {evidence.file_size}.",
+            code="EVIDENCE_SIZE_MISMATCH",
+        )
+    evidence.uploaded_at = utcnow()
+    case.updated_at = evidence.uploaded_at
+    return evidence
+
+
+def list_evidence(account_id: str, mode: KeyMode, case_id: str) -> list[DisputeEvidence]:
+    """Confirmed evidence of the case, newest first; unconfirmed items do not exist here."""
+    case = get_case(account_id, mode, case_id)
+    return list(
+        db.session.scalars(
+            sa.select(DisputeEvidence)
+            .where(DisputeEvidence.case_id == case.id, DisputeEvidence.uploaded_at.is_not(None))
+            .order_by(DisputeEvidence.created_at.desc(), DisputeEvidence.id.desc())
+        )
+    )
+
+
+def view_url(evidence: DisputeEvidence) -> str:
+    """A signed address that shows the file for 5 minutes."""
+    return evidence_storage().view_address(evidence.storage_key)
+
+
+def _checked_file_name(file_name: str) -> str:
+    name = file_name.strip() if isinstance(file_name, str) else ""
+    if not name or len(name) > MAX_FILE_NAME or not _SAFE_FILE_NAME.fullmatch(name):
+        raise InvalidRequest(
+            f"file_name is 1 to {MAX_FILE_NAME} characters, without slashes or control characters.",
+            param="file_name",
+        )
+    return name
+
+
+# Notices by e-mail
+
+
+def send_notices(case_id: str) -> list[str]:
+    """E-mail whichever notices of the case are due (opened, resolved); the names of those
+    sent. A failing mail server raises, and the sweep tries again later."""
+    case = _lock(case_id)
+    if case is None:
+        return []
+    sent = []
+    recipients = accounts.manager_emails(case.account_id)
+    if case.opened_notice_sent_at is None:
+        mail.send(recipients, *_opened_mail(case))
+        case.opened_notice_sent_at = utcnow()
+        sent.append("opened")
+    if case.is_final and case.resolved_notice_sent_at is None:
+        mail.send(recipients, *_resolved_mail(case))
+        case.resolved_notice_sent_at = utcnow()
+        sent.append("resolved")
+    return sent
+
+
+def cases_with_due_notices(limit: int = 200) -> list[str]:
+    due = sa.or_(
+        DisputeCase.opened_notice_sent_at.is_(None),
+        sa.and_(DisputeCase.closed_at.is_not(None), DisputeCase.resolved_notice_sent_at.is_(None)),
+    )
+    return list(
+        db.session.scalars(
+            sa.select(DisputeCase.id).where(due).order_by(DisputeCase.created_at).limit(limit)
+        )
+    )
+
+
+def _opened_mail(case: DisputeCase) -> tuple[str, str]:
+    deadline = (
+        f"Answer before {case.response_deadline:%Y-%m-%d %H:%M} UTC"
+        if case.response_deadline
+        else "No response deadline was reported"
+    )
+    held = (
+        f"{_money(case.held_amount, case.currency)} is held from your wallet until the decision."
+        if case.held_amount
+        else "The reported amount differs from the charge's, so nothing was held; our "
+        "operations team is reviewing the case."
+    )
+    return (
+        f"Acme Pay: dispute {case.id} opened",
+        f"The payer's bank disputed charge {CHARGE_ID_PREFIX}{case.transaction_id} "
+        f"({case.type}, {_money(case.amount, case.currency)}). {held}\n\n"
+        f"{deadline}: appeal with evidence, or accept, from the dashboard's Disputes page or "
+        f"with POST /v1/med/cases/{case.id}/appeal.",
+    )
+
+
+def _resolved_mail(case: DisputeCase) -> tuple[str, str]:
+    effect = {
+        MoneyOutcome.REFUNDED_TO_MERCHANT: "the held amount is back in your available balance",
+        MoneyOutcome.CLOSED_WITHOUT_REFUND: "the held amount is not returned to you",
+        MoneyOutcome.LOST: "the held amount was returned to the payer",
+    }[case.money_outcome]
+    return (
+        f"Acme Pay: dispute {case.id} {case.status}",
+        f"Dispute {case.id} on charge {CHARGE_ID_PREFIX}{case.transaction_id} is {case.status} "
+        f"({case.money_outcome}): {effect}.",
+    )
+
+
+def _money(amount: int, currency: str) -> str:
+    return f"{currency} {amount // 100}.{amount % 100:02d}"
+
+
+# Shared steps
+
+
+def _post(
+    case: DisputeCase, kind: str, label: str, source: LedgerAccount, target: LedgerAccount
+) -> None:
+    ledger.post(
+        account_id=case.account_id,
+        mode=case.mode,
+        currency=case.currency,
+        kind=kind,
+        reference_id=case.id,
+        description=f"{label}: case {case.id} on transaction {case.transaction_id}",
+        lines=[Line(source, -case.held_amount), Line(target, case.held_amount)],
+    )
+
+
+def _changed(case: DisputeCase, now: datetime) -> None:
+    """A status change or evidence request: the charge's metadata and `med_case.updated`."""
+    _refresh_metadata(transactions.lock(case.transaction_id), case, now)
+    _record(case, "med_case.updated")
+
+
+def _refresh_metadata(transaction: Transaction, case: DisputeCase, now: datetime) -> None:
+    transaction.metadata_ = {**(transaction.metadata_ or {}), "med": med_metadata(case, now)}
+
+
+def _record(case: DisputeCase, event_type: str, extra: dict | None = None) -> None:
+    db.session.flush()
+    record_event(
+        case.account_id,
+        case.mode,
+        event_type,
+        {"object": case_object(case)} | (extra or {}),
+        subject_type="med_case",
+        subject_id=case.id,
+    )
+
+
+def _audit(case: DisputeCase, actor_user_id: str | None, action: str) -> None:
+    audit.record(
+        account_id=case.account_id,
+        actor_user_id=actor_user_id,
+        action=action,
+        subject_type="med_case",
+        subject_id=case.id,
+    )
+
+
+def _lock(case_id: str) -> DisputeCase | None:
+    return db.session.scalar(
+        sa.select(DisputeCase)
+        .where(DisputeCase.id == case_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
