@@ -5,6 +5,7 @@ channel (open a case on a paid test charge, request evidence, decide).
 A caller only ever sees its own cases: every id outside its account and mode is a 404.
 """
 
+import marshmallow as ma
 from flask import g
 from flask.views import MethodView
 
@@ -49,7 +50,7 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
         decorators = [require_api_key]
 
         @blp.doc(**DOC)
-        @blp.arguments(CaseQuerySchema, location="query")
+        @blp.arguments(CaseQuerySchema, location="query", unknown=ma.RAISE)
         @blp.response(200, CaseListSchema)
         @blp.errors(400, 401)
         def get(self, query):

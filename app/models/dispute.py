@@ -100,7 +100,8 @@ class DisputeCase(db.Model):
     opened_notice_sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     resolved_notice_sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    # Set by each change the merchant can see; sending a notice is not one.
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property
     def is_final(self) -> bool:

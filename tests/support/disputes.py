@@ -1,12 +1,13 @@
 """A merchant with a paid charge to dispute, and the calls a dispute case goes through: the
 sandbox's dispute channel, the case routes, and the three-step evidence upload."""
 
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
 from app.extensions import db
-from app.models import DisputeCase, Event
+from app.models import DisputeCase, DisputeEvidence, Event
 from tests.support import charges
 from tests.support.refunds import Merchant, release
 
@@ -89,3 +90,15 @@ def update_case(app, case_id: str, **values) -> None:
     with app.app_context():
         db.session.execute(sa.update(DisputeCase).where(DisputeCase.id == case_id).values(**values))
         db.session.commit()
+
+
+def update_evidence(app, evidence_id: str, **values) -> None:
+    with app.app_context():
+        db.session.execute(
+            sa.update(DisputeEvidence).where(DisputeEvidence.id == evidence_id).values(**values)
+        )
+        db.session.commit()
+
+
+def past(**delta) -> datetime:
+    return datetime.now(UTC) - timedelta(**delta)
