@@ -2,6 +2,9 @@
 merchant's appeal and acceptance, the channel's decisions, and the money, charge status,
 metadata and events of every transition (never a `charge.*` event because of a dispute)."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 import sqlalchemy as sa
 
@@ -331,3 +334,58 @@ def test_decisions_are_for_test_mode_cases_of_the_caller(app, client, shop, char
     bad = d.decide(client, shop.api_key, case["id"], "won")
     assert bad.status_code == 400
     assert bad.get_json()["error"]["details"][0]["param"] == "decision"
+
+
+@pytest.mark.postgres
+def test_simultaneous_deliveries_of_one_notification_open_one_case(
+    app, client, shop, charge, is_postgres
+):
+    """On PostgreSQL: eight deliveries of the same notification at once. The transaction's
+    row lock makes each wait for the one before, which then finds its case: one 201, seven
+    200 with the same case, one hold."""
+    if not is_postgres:
+        pytest.skip("row locks and real concurrency need PostgreSQL")
+    before = available(client, shop)
+    deliveries = 8
+    start = threading.Barrier(deliveries)
+
+    def deliver(_):
+        with app.test_client() as http:
+            start.wait()
+            response = d.dispute(http, shop.api_key, charge["id"], external_id="inf-42")
+            return response.status_code, response.get_json()["id"]
+
+    with ThreadPoolExecutor(max_workers=deliveries) as pool:
+        results = list(pool.map(deliver, range(deliveries)))
+    assert sorted(status for status, _ in results) == [200] * 7 + [201]
+    assert len({case_id for _, case_id in results}) == 1
+    assert available(client, shop) == before - d.AMOUNT
+    assert _postings(app, results[0][1]) == ["dispute_hold"]
+    _ledger_clean(app)
+
+
+@pytest.mark.postgres
+def test_simultaneous_appeal_and_accept_only_one_applies(app, client, shop, charge, is_postgres):
+    if not is_postgres:
+        pytest.skip("row locks and real concurrency need PostgreSQL")
+    case = d.opened(client, shop, charge["id"])
+    start = threading.Barrier(2)
+
+    def answer(action):
+        with app.test_client() as http:
+            start.wait()
+            body = {"reason": "Contesto"} if action == "appeal" else None
+            path = f"/v1/med/cases/{case['id']}/{action}"
+            return d.call(http, shop.api_key, "POST", path, json=body).status_code
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        statuses = list(pool.map(answer, ["appeal", "accept"]))
+    assert sorted(statuses) == [200, 400]
+    final = d.call(client, shop.api_key, "GET", f"/v1/med/cases/{case['id']}").get_json()
+    events = [t for t, _ in d.case_events(app, case["id"])]
+    if final["status"] == "appealed":
+        assert events == ["med_case.created", "med_case.updated"]
+    else:
+        assert final["money_outcome"] == "lost"
+        assert events == ["med_case.created", "med_case.updated", "med.resolved"]
+    _ledger_clean(app)
