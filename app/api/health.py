@@ -7,6 +7,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.extensions import Blueprint, db, get_redis
+from app.storage import evidence_storage
 
 blp = Blueprint("health", __name__, description="Health checks (no authentication)")
 
@@ -16,11 +17,16 @@ class LivenessSchema(ma.Schema):
 
 
 class ReadinessSchema(ma.Schema):
-    status = ma.fields.String(metadata={"enum": ["ready", "unavailable"]})
+    status = ma.fields.String(
+        metadata={
+            "enum": ["ready", "degraded", "unavailable"],
+            "description": "`degraded`: serving, but dispute evidence cannot be stored.",
+        }
+    )
     checks = ma.fields.Dict(
         keys=ma.fields.String(),
         values=ma.fields.String(metadata={"enum": ["ok", "unreachable"]}),
-        metadata={"description": "One entry per dependency: database, redis."},
+        metadata={"description": "One entry per dependency: database, redis, evidence_storage."},
     )
 
 
@@ -37,11 +43,15 @@ class Readiness(MethodView):
     @blp.response(200, ReadinessSchema)
     @blp.alt_response(503, schema=ReadinessSchema, description="A dependency is unreachable.")
     def get(self):
-        """The database and Redis answer; 503 names the one that does not."""
-        checks = {"database": _database_ok(), "redis": _redis_ok()}
-        ready = all(checks.values())
+        """503 when the database or Redis does not answer. The evidence storage is reported
+        but only degrades readiness: taking every instance out of rotation because dispute
+        evidence cannot be stored would stop payments too."""
+        required = {"database": _database_ok(), "redis": _redis_ok()}
+        checks = required | {"evidence_storage": evidence_storage().healthy()}
+        ready = all(required.values())
+        status = "unavailable" if not ready else "ready" if all(checks.values()) else "degraded"
         body = {
-            "status": "ready" if ready else "unavailable",
+            "status": status,
             "checks": {name: "ok" if ok else "unreachable" for name, ok in checks.items()},
         }
         return body, 200 if ready else 503

@@ -5,12 +5,14 @@ The service never receives evidence through the API: it hands out a signed uploa
 client sends the bytes there with no API credentials, and later the service checks what was
 stored and hands out a signed view address (valid 5 minutes).
 
-`evidence_storage()` picks the backend named by `EVIDENCE_STORAGE`. Only `local` exists for
-now: files under `EVIDENCE_STORAGE_PATH`, served by this service behind HMAC-signed addresses
-(`app.storage.local`, `app.storage.routes`). An S3-compatible backend (presigned PUT binding
-type and length) is planned and will be one more name here.
+`evidence_storage()` picks the backend named by `EVIDENCE_STORAGE`: `local`, files under
+`EVIDENCE_STORAGE_PATH` served by this service behind HMAC-signed addresses
+(`app.storage.local`, `app.storage.routes`), or `s3`, an S3-compatible object store whose
+presigned PUT binds the type and the length so the store itself refuses anything else
+(`app.storage.s3`).
 """
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -20,7 +22,10 @@ ALLOWED_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif",
 MAX_EVIDENCE_BYTES = 10 * 1024 * 1024
 UPLOAD_LIFETIME_SECONDS = 900
 VIEW_LIFETIME_SECONDS = 300
-BACKENDS = ("local",)
+BACKENDS = ("local", "s3")
+MAX_KEY_LENGTH = 512
+_SEGMENT = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"
+_KEY = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
 
 
 class StorageUnavailable(Exception):
@@ -79,19 +84,38 @@ def check_upload(content_type: str, content_length: int) -> None:
         raise ValueError(f"Evidence must be 1 to {MAX_EVIDENCE_BYTES} bytes long.")
 
 
+def check_key(key: str) -> str:
+    """The key itself when it is a safe relative path; ValueError otherwise (absolute paths,
+    `..`, `.` or hidden segments, empty segments, other characters, over 512 characters)."""
+    if not isinstance(key, str) or len(key) > MAX_KEY_LENGTH or not _KEY.fullmatch(key):
+        raise ValueError(
+            "A storage key is a relative path of letters, digits, '.', '_', '-' and '/', "
+            "with no segment starting with '.'."
+        )
+    return key
+
+
 def check_backend_setting(config) -> None:
-    """Refuse to start with a storage backend that does not exist."""
-    if config.get("EVIDENCE_STORAGE", "local") not in BACKENDS:
+    """Refuse to start with a storage backend that does not exist or cannot work."""
+    backend = config.get("EVIDENCE_STORAGE", "local")
+    if backend not in BACKENDS:
         raise RuntimeError(
             f"EVIDENCE_STORAGE={config.get('EVIDENCE_STORAGE')!r} is not supported; "
             f"use one of: {', '.join(BACKENDS)}."
         )
+    if backend == "s3":
+        from app.storage.s3 import check_s3_settings
+
+        check_s3_settings(config)
 
 
 def evidence_storage(app: Flask | None = None) -> EvidenceStorage:
     """The configured backend for this app (the current one unless given)."""
     from app.storage.local import LocalEvidenceStorage
+    from app.storage.s3 import S3EvidenceStorage
 
     app = app or current_app
     check_backend_setting(app.config)
+    if app.config.get("EVIDENCE_STORAGE", "local") == "s3":
+        return S3EvidenceStorage.from_app(app)
     return LocalEvidenceStorage.from_app(app)

@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import hmac
 import os
-import re
 import tempfile
 import time
 from collections.abc import Iterable
@@ -31,15 +30,13 @@ from app.storage import (
     EvidenceStorage,
     StorageUnavailable,
     UploadTicket,
+    check_key,
     check_upload,
 )
 from app.storage.signing import Grant, verify
 
 SIGNING_LABEL = b"evidence-storage"
 ROUTE_PREFIX = "/storage/"
-MAX_KEY_LENGTH = 512
-_SEGMENT = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"
-_KEY = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
 _CHUNK = 64 * 1024
 
 
@@ -47,17 +44,6 @@ def signing_secret(secret_key: str | bytes) -> bytes:
     """The storage's own HMAC key: HMAC-SHA256(SECRET_KEY, "evidence-storage")."""
     raw = secret_key.encode() if isinstance(secret_key, str) else secret_key
     return hmac.new(raw, SIGNING_LABEL, hashlib.sha256).digest()
-
-
-def check_key(key: str) -> str:
-    """The key itself when it is a safe relative path; ValueError otherwise (absolute paths,
-    `..`, `.` or hidden segments, empty segments, other characters, over 512 characters)."""
-    if not isinstance(key, str) or len(key) > MAX_KEY_LENGTH or not _KEY.fullmatch(key):
-        raise ValueError(
-            "A storage key is a relative path of letters, digits, '.', '_', '-' and '/', "
-            "with no segment starting with '.'."
-        )
-    return key
 
 
 class LocalEvidenceStorage(EvidenceStorage):

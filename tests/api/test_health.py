@@ -11,7 +11,10 @@ def test_healthz_says_the_process_is_up(client):
 def test_readyz_checks_database_and_redis(client, redis):
     response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json == {"status": "ready", "checks": {"database": "ok", "redis": "ok"}}
+    assert response.json == {
+        "status": "ready",
+        "checks": {"database": "ok", "redis": "ok", "evidence_storage": "ok"},
+    }
 
 
 def test_readyz_answers_503_naming_what_is_down(app):
@@ -25,4 +28,22 @@ def test_readyz_answers_503_naming_what_is_down(app):
     )
     response = broken.test_client().get("/readyz")
     assert response.status_code == 503
-    assert response.json["checks"] == {"database": "ok", "redis": "unreachable"}
+    assert response.json["checks"] == {
+        "database": "ok",
+        "redis": "unreachable",
+        "evidence_storage": "ok",
+    }
+
+
+def test_readyz_is_degraded_not_unavailable_without_evidence_storage(
+    app, client, redis, tmp_path, monkeypatch
+):
+    gone = tmp_path / "not-a-directory"
+    gone.write_text("the storage volume is gone")
+    monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(gone))
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json == {
+        "status": "degraded",
+        "checks": {"database": "ok", "redis": "ok", "evidence_storage": "unreachable"},
+    }

@@ -99,7 +99,10 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
     assert (tmp_path / "instance" / "acme.db").exists()
 
     ready = requests.get(f"{stack['base']}/readyz", timeout=5)
-    assert ready.json() == {"status": "ready", "checks": {"database": "ok", "redis": "ok"}}
+    assert ready.json() == {
+        "status": "ready",
+        "checks": {"database": "ok", "redis": "ok", "evidence_storage": "ok"},
+    }
     login = requests.post(
         f"{stack['base']}/v1/auth/login", json={"email": email, "password": password}, timeout=5
     )

@@ -405,7 +405,7 @@ def test_stored_size_reports_an_unreadable_storage(storage, monkeypatch):
         storage.stored_size(KEY)
 
 
-@pytest.mark.parametrize("backend", ["s3", "ftp", ""])
+@pytest.mark.parametrize("backend", ["gcs", "ftp", ""])
 def test_an_unknown_backend_is_refused(app, monkeypatch, backend):
     monkeypatch.setitem(app.config, "EVIDENCE_STORAGE", backend)
     with app.app_context(), pytest.raises(RuntimeError, match=r"EVIDENCE_STORAGE.*local"):
