@@ -16,12 +16,16 @@ bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 NAV_ITEMS = (
     ("dashboard.overview", "Overview"),
     ("dashboard.payments_page", "Payments"),
+    ("dashboard.disputes_page", "Disputes"),
     ("dashboard.wallets_page", "Wallets"),
     ("dashboard.payouts_page", "Payouts"),
     ("dashboard.webhooks_page", "Webhooks"),
     ("dashboard.api_keys_page", "API keys"),
 )
-STAFF_NAV_ITEMS = (("dashboard.back_office", "Back-office"),)
+STAFF_NAV_ITEMS = (
+    ("dashboard.back_office", "Back-office"),
+    ("dashboard.dispute_operations", "Dispute desk"),
+)
 
 
 def visible_nav_items() -> tuple:
@@ -36,6 +40,8 @@ def register_dashboard(app: Flask) -> None:
         auth,
         back_office,
         charges,
+        dispute_operations,
+        disputes,
         overview,
         payments,
         payouts,

@@ -16,17 +16,26 @@ from wtforms import (
     SelectField,
     SelectMultipleField,
     StringField,
+    TextAreaField,
     URLField,
 )
-from wtforms.validators import AnyOf, DataRequired, Length, Optional, StopValidation
+from wtforms.validators import AnyOf, DataRequired, Length, Optional, Regexp, StopValidation
 
 from app.errors import InvalidRequest
 from app.formats.payments import METHOD_LABELS
-from app.models import EndpointStatus, RefundStrategy
+from app.models import DisputeType, EndpointStatus, RefundStrategy
 from app.pix.keys import PixKeyType
 from app.services import event_catalog, payouts
 from app.services.api_keys import MAX_LABEL_LENGTH
 from app.services.charges import MAX_DESCRIPTION
+from app.services.disputes import (
+    DECISIONS,
+    EXTERNAL_ID,
+    MAX_APPEAL,
+    MAX_REASON,
+    MED_METHODS,
+    MIN_APPEAL,
+)
 from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
 from app.services.payments import DEFAULT_CURRENCY, MAX_CUSTOMER_NAME
 from app.services.refunds import MAX_REASON as MAX_REFUND_REASON
@@ -35,6 +44,12 @@ REAIS = re.compile(r"([0-9]+)(?:[.,]([0-9]+))?")
 MAX_REAIS_LENGTH = 20
 MAX_PIX_KEY_LENGTH = 77  # as on the API: the longest key, an e-mail
 MAX_REJECTION_REASON = 500  # the payout's failure_reason column
+MAX_DECISION_NOTE = 500  # the dispute case's decision_note column
+DECISION_LABELS = {
+    "rejected": "Rejected: lost, the held amount goes to the payer",
+    "refunded_to_merchant": "Closed in the merchant's favour: the held amount is returned",
+    "closed_without_refund": "Closed without refund: the held amount is not returned",
+}
 # The catalog as the dashboard groups it (aliases are legacy names too).
 EVENT_GROUPS = (
     ("Canonical", event_catalog.CANONICAL),
@@ -292,6 +307,72 @@ class WebhookRecoverForm(FlaskForm):
         "Failed since",
         format="%Y-%m-%dT%H:%M",
         validators=[DataRequired("Enter the date and time to recover from.")],
+    )
+
+
+class AppealForm(FlaskForm):
+    """The merchant contests an open dispute; the service checks the length again, trimmed."""
+
+    reason = TextAreaField(
+        "Why you contest this dispute",
+        validators=[
+            DataRequired("Explain why you contest the dispute."),
+            Length(
+                min=MIN_APPEAL,
+                max=MAX_APPEAL,
+                message=f"Write {MIN_APPEAL} to {MAX_APPEAL} characters.",
+            ),
+        ],
+    )
+
+
+class AcceptDisputeForm(FlaskForm):
+    """Accepting is final and loses the amount, so it takes a ticked box, not just a click."""
+
+    understood = BooleanField(
+        "I understand that accepting is final and the disputed amount is lost",
+        validators=[DataRequired("Tick the box to confirm that you accept the loss.")],
+    )
+
+
+class DisputeDecisionForm(FlaskForm):
+    """Staff apply the dispute channel's decision to an open or appealed case."""
+
+    decision = SelectField(
+        "Decision",
+        choices=[SelectChoice(decision, DECISION_LABELS[decision]) for decision in DECISIONS],
+    )
+    note = StringField("Note (optional)", validators=[Optional(), Length(max=MAX_DECISION_NOTE)])
+
+
+class BackOfficeDisputeForm(FlaskForm):
+    """Staff record a dispute the channel reported on a paid charge. The notification's id is
+    required, so sending the form again finds the case it opened instead of a second one."""
+
+    charge_id = StringField(
+        "Charge id", validators=[DataRequired("Enter the charge id (ch_…)."), Length(max=64)]
+    )
+    external_id = StringField(
+        "Notification id",
+        validators=[
+            DataRequired("Enter the id the dispute channel gave this notification."),
+            Regexp(EXTERNAL_ID, message="Use 1 to 64 letters, digits, '_' or '-'."),
+        ],
+    )
+    type = SelectField(
+        "Type",
+        choices=[SelectChoice(kind.value, kind.value) for kind in DisputeType],
+        default=DisputeType.MED.value,
+    )
+    amount = OptionalAmountField("Disputed amount")
+    method = SelectField(
+        "MED method",
+        choices=[SelectChoice("", "Not reported")]
+        + [SelectChoice(method, method) for method in MED_METHODS],
+    )
+    reason = TextAreaField("Reason", validators=[Optional(), Length(max=MAX_REASON)])
+    response_deadline = DateTimeLocalField(
+        "Response deadline", format="%Y-%m-%dT%H:%M", validators=[Optional()]
     )
 
 

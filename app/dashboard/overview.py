@@ -1,12 +1,13 @@
 """The page a member lands on after signing in, with a warning when webhook deliveries to one
-of the account's endpoints keep failing (in either mode)."""
+of the account's endpoints keep failing, and the disputes still waiting for a decision, the
+most urgent response deadline first (in either mode)."""
 
 from flask import render_template
 
 from app.dashboard import bp
 from app.dashboard.charges import MODES
 from app.dashboard.session import current_membership, member_required
-from app.services import api_keys, webhooks
+from app.services import api_keys, disputes, webhooks
 
 
 @bp.get("/")
@@ -24,4 +25,9 @@ def overview():
             for name, mode in MODES.items()
             if (count := len(webhooks.failing_endpoints(membership.account_id, mode)))
         },
+        open_disputes=[
+            (name, case)
+            for name, mode in MODES.items()
+            for case in disputes.open_cases_by_deadline(membership.account_id, mode)
+        ],
     )

@@ -12,13 +12,11 @@ and ADMIN (`accounts.require_manager`), and a MEMBER who posts the form by hand 
 Filters live in the query string so a reload, a shared link or a page link keeps them.
 """
 
-import csv
-import io
 import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, timedelta
 
 from flask import (
     Response,
@@ -27,18 +25,18 @@ from flask import (
     redirect,
     render_template,
     request,
-    stream_with_context,
     url_for,
 )
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
 from app.dashboard.charges import MODES
-from app.dashboard.filters import QueryFilters
+from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
+from app.dashboard.filters import QueryFilters, date_arg, day_start
 from app.dashboard.forms import CancelPaymentForm, RefundForm, TestChargeForm, TestPaymentForm
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
-from app.dashboard.wallets import mode_arg, page_arg, spreadsheet_cell
+from app.dashboard.wallets import mode_arg, page_arg
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUS, checkout_url
@@ -61,7 +59,6 @@ from app.templating import DISPLAY_TIMEZONE, money
 
 STATUSES = tuple(status.value for status in TransactionStatus)
 PIX = "PIX"
-DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 CURRENCY = re.compile(r"[A-Z0-9]{3,8}")
 EXPORT_PAGE_SIZE = MAX_PAGE_LIMIT  # rows fetched per query while the CSV streams
 CSV_COLUMNS = (
@@ -129,11 +126,11 @@ class PaymentFilters(QueryFilters):
 
     def query(self, **changes) -> PaymentQuery:
         """The service's query for these filters (newest first), with `changes` applied."""
-        start = _day_start(self.startDate) if self.startDate else None
+        start = day_start(self.startDate) if self.startDate else None
         end = None
         if self.endDate:  # the last instant before the next São Paulo midnight
             next_day = date.fromisoformat(self.endDate) + timedelta(days=1)
-            end = _day_start(next_day.isoformat()) - timedelta(microseconds=1)
+            end = day_start(next_day.isoformat()) - timedelta(microseconds=1)
         query = PaymentQuery(
             page=self.page,
             limit=self.limit,
@@ -303,11 +300,7 @@ def payments_csv() -> ResponseReturnValue:
     now = utcnow()
     query = replace(query, end=min(query.end, now) if query.end else now)
     rows = _export_rows(g.account_id, MODES[filters.mode], query)
-    return Response(
-        stream_with_context(_csv_lines(rows)),
-        mimetype="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="payments-{filters.mode}.csv"'},
-    )
+    return csv_response(CSV_COLUMNS, rows, f"payments-{filters.mode}.csv")
 
 
 @bp.get("/payments/stats")
@@ -504,24 +497,11 @@ def _export_rows(account_id: str, mode: KeyMode, query: PaymentQuery) -> Iterato
         page += 1
 
 
-def _csv_lines(rows: Iterator[tuple]) -> Iterator[str]:
-    """The header, then one line per transaction, each handed over as soon as it is made."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(CSV_COLUMNS)
-    yield buffer.getvalue()
-    for values in rows:
-        buffer.seek(0)
-        buffer.truncate()
-        writer.writerow(values)
-        yield buffer.getvalue()
-
-
 def _csv_values(payment: Transaction) -> tuple:
     """One transaction; free text goes through the wallet export's formula guard."""
     return (
         spreadsheet_cell(transaction_id(payment)),
-        _utc(payment.created_at),
+        utc_text(payment.created_at),
         str(payment.status),
         payment.amount,
         spreadsheet_cell(payment.currency),
@@ -533,12 +513,8 @@ def _csv_values(payment: Transaction) -> tuple:
         spreadsheet_cell(payment.customer_name or ""),
         spreadsheet_cell(payment.customer_email or ""),
         spreadsheet_cell(str(payment.metadata_.get("description") or "")),
-        _utc(payment.paid_at) if payment.paid_at else "",
+        utc_text(payment.paid_at),
     )
-
-
-def _utc(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _filters() -> PaymentFilters:
@@ -550,8 +526,8 @@ def _filters() -> PaymentFilters:
         raise InvalidRequest(
             "method is one of: " + ", ".join(payments.METHODS) + ".", param="method"
         )
-    start = _date_arg("startDate")
-    end = _date_arg("endDate")
+    start = date_arg("startDate")
+    end = date_arg("endDate")
     if start and end and start > end:
         raise InvalidRequest("startDate is after endDate.", param="startDate")
     return PaymentFilters(
@@ -563,25 +539,6 @@ def _filters() -> PaymentFilters:
         limit=_limit(),
         page=page_arg(),
     )
-
-
-def _date_arg(name: str) -> str | None:
-    """A YYYY-MM-DD day (São Paulo calendar), as typed in a date field."""
-    text = (request.args.get(name) or "").strip()
-    if not text:
-        return None
-    try:
-        if not DATE.fullmatch(text):
-            raise ValueError(text)
-        return date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise InvalidRequest(f"{name} is a date, like 2026-11-21.", param=name) from None
-
-
-def _day_start(day: str) -> datetime:
-    """00:00 in São Paulo of a calendar day, in UTC."""
-    midnight = datetime.combine(date.fromisoformat(day), time.min, tzinfo=DISPLAY_TIMEZONE)
-    return midnight.astimezone(UTC)
 
 
 def _limit() -> int:

@@ -6,17 +6,14 @@ statement from `services.statements`, so the page never disagrees with the API o
 Any active member may read them; nothing here moves money.
 """
 
-import csv
-import io
-import itertools
 import re
-from collections.abc import Iterable, Iterator
 
-from flask import Response, g, render_template, request, stream_with_context
+from flask import g, render_template, request
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
 from app.dashboard.charges import MODES
+from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest
 from app.services import payouts, releases, settlement, statements, wallets
@@ -38,7 +35,6 @@ CSV_COLUMNS = (
     "available_balance",
 )
 # A spreadsheet runs a cell starting with these as a formula.
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 @bp.get("/wallets")
@@ -62,12 +58,7 @@ def wallet_statement_csv() -> ResponseReturnValue:
     """The whole statement of one currency, streamed as it is read (amounts in minor units)."""
     mode, currency = mode_arg(), _currency()
     rows = statements.statement_rows(g.account_id, MODES[mode], currency)
-    filename = f"statement-{currency}-{mode}.csv"
-    return Response(
-        stream_with_context(_csv_lines(rows)),
-        mimetype="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
+    return csv_response(CSV_COLUMNS, map(_csv_values, rows), f"statement-{currency}-{mode}.csv")
 
 
 def mode_arg() -> str:
@@ -93,28 +84,12 @@ def _currency() -> str:
     return currency
 
 
-def _csv_lines(rows: Iterable[StatementRow]) -> Iterator[str]:
-    """The header, then one line per row, each handed to the client as soon as it is made."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    for values in itertools.chain([CSV_COLUMNS], map(_csv_values, rows)):
-        writer.writerow(values)
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-
-
 def _csv_values(row: StatementRow) -> tuple:
     return (
-        row.created_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        utc_text(row.created_at),
         spreadsheet_cell(row.kind),
         spreadsheet_cell(row.description),
         row.available_change,
         row.pending_change,
         row.available_balance,
     )
-
-
-def spreadsheet_cell(value: str) -> str:
-    """Text a spreadsheet shows as text, never runs as a formula."""
-    return "'" + value if value.startswith(FORMULA_PREFIXES) else value

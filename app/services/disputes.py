@@ -50,6 +50,8 @@ from app.storage import StorageUnavailable, UploadTicket, check_upload, evidence
 
 CASE_PREFIX = "med_"
 EVIDENCE_PREFIX = "medev_"
+# A notification id from the dispute channel (matched from its start, `\Z` anchors the end).
+EXTERNAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 MED_METHODS = ("scam", "unauthorized", "coercion", "invasion", "other")
 MIN_APPEAL, MAX_APPEAL = 5, 2000
 MAX_REASON = 2000
@@ -62,6 +64,12 @@ DECISIONS = {
     "rejected": (DisputeStatus.REJECTED, MoneyOutcome.LOST),
     "refunded_to_merchant": (DisputeStatus.CLOSED, MoneyOutcome.REFUNDED_TO_MERCHANT),
     "closed_without_refund": (DisputeStatus.CLOSED, MoneyOutcome.CLOSED_WITHOUT_REFUND),
+}
+# What each outcome did with the held amount, in the merchant's words (e-mail, dashboard).
+OUTCOME_EFFECTS = {
+    MoneyOutcome.REFUNDED_TO_MERCHANT: "the held amount is back in your available balance",
+    MoneyOutcome.CLOSED_WITHOUT_REFUND: "the held amount is not returned to you",
+    MoneyOutcome.LOST: "the held amount was returned to the payer",
 }
 _SAFE_FILE_NAME = re.compile(r"[^\x00-\x1f\x7f/\\]+")
 S = DisputeStatus
@@ -167,6 +175,10 @@ def _check_notice(transaction: Transaction, notice: DisputeNotice) -> None:
         raise Conflict(
             f"Only a paid charge can be disputed; this one is {transaction.status}.",
             code="charge_not_disputable",
+        )
+    if not EXTERNAL_ID.match(notice.external_id or ""):
+        raise InvalidRequest(
+            "external_id is 1 to 64 letters, digits, '_' or '-'.", param="external_id"
         )
     if notice.amount is not None and notice.amount <= 0:
         raise InvalidRequest("amount is an integer > 0.", code="invalid_amount", param="amount")
@@ -573,11 +585,7 @@ def _opened_mail(case: DisputeCase) -> tuple[str, str]:
 
 
 def _resolved_mail(case: DisputeCase) -> tuple[str, str]:
-    effect = {
-        MoneyOutcome.REFUNDED_TO_MERCHANT: "the held amount is back in your available balance",
-        MoneyOutcome.CLOSED_WITHOUT_REFUND: "the held amount is not returned to you",
-        MoneyOutcome.LOST: "the held amount was returned to the payer",
-    }[case.money_outcome]
+    effect = OUTCOME_EFFECTS[case.money_outcome]
     return (
         f"Acme Pay: dispute {case.id} {case.status}",
         f"Dispute {case.id} on charge {CHARGE_ID_PREFIX}{case.transaction_id} is {case.status} "

@@ -68,6 +68,11 @@ class EvidenceStorage(ABC):
         StorageUnavailable when the storage cannot be read."""
 
     @abstractmethod
+    def upload_origin(self) -> str:
+        """`scheme://host[:port]` of the upload addresses: the dashboard's pages must allow
+        their script to send files there (CSP `connect-src`)."""
+
+    @abstractmethod
     def healthy(self) -> bool:
         """Whether uploads can be stored right now."""
 

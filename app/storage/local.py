@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from flask import Flask
 
@@ -96,6 +96,10 @@ class LocalEvidenceStorage(EvidenceStorage):
             return path.stat().st_size if path.is_file() else None
         except OSError as error:
             raise StorageUnavailable("The evidence storage cannot be read.") from error
+
+    def upload_origin(self) -> str:
+        parts = urlsplit(self.base_url)
+        return f"{parts.scheme}://{parts.netloc}"
 
     def healthy(self) -> bool:
         try:

@@ -266,6 +266,9 @@ class S3EvidenceStorage(EvidenceStorage):
         except (KeyError, ValueError) as error:
             raise StorageUnavailable("The evidence storage did not give a size.") from error
 
+    def upload_origin(self) -> str:
+        return f"{self.scheme}://{self.location('')[0]}"
+
     def healthy(self) -> bool:
         try:
             return self.head("").status_code == 200

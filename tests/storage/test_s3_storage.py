@@ -579,3 +579,23 @@ def test_readyz_reports_the_evidence_storage(s3_app, client, fake_s3, redis):
         "status": "degraded",
         "checks": {"database": "ok", "redis": "ok", "evidence_storage": "unreachable"},
     }
+
+
+@pytest.mark.parametrize(
+    ("addressing", "origin"),
+    [("path", "http://127.0.0.1:9000"), ("virtual", f"http://{BUCKET}.127.0.0.1:9000")],
+)
+def test_dashboard_pages_may_send_files_to_the_store(app, addressing, origin):
+    """The dispute page's script PUTs straight to the store: its origin is in connect-src."""
+    s3 = create_app(
+        {
+            "APP_ENV": "testing",
+            "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
+            "SQLALCHEMY_ENGINE_OPTIONS": app.config["SQLALCHEMY_ENGINE_OPTIONS"],
+            "REDIS_URL": app.config["REDIS_URL"],
+        }
+        | _s3_settings("http://127.0.0.1:9000")
+        | {"EVIDENCE_S3_ADDRESSING": addressing}
+    )
+    policy = s3.test_client().get("/healthz").headers["Content-Security-Policy"]
+    assert f"connect-src 'self' {origin};" in policy

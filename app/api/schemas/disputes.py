@@ -9,6 +9,7 @@ from app.models import DisputeStatus, DisputeType
 from app.services.disputes import (
     DECISIONS,
     DEFAULT_LIST_LIMIT,
+    EXTERNAL_ID,
     MAX_APPEAL,
     MAX_FILE_NAME,
     MAX_LIST_LIMIT,
@@ -81,7 +82,7 @@ class SandboxDisputeSchema(ma.Schema):
     """What a payer's bank reports when it opens a dispute (the sandbox's channel)."""
 
     external_id = ma.fields.String(
-        validate=ma.validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"),
+        validate=ma.validate.Regexp(EXTERNAL_ID),
         metadata={
             "description": "The notification's id; sending it again returns the same case. "
             "Defaults to one per charge."

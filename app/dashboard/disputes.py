@@ -1,0 +1,451 @@
+"""Disputes in the dashboard: the account's cases with their filters, deadlines and CSV export,
+and one case with its timeline, the appeal and accept forms and its evidence.
+
+Every read and write goes through `services.disputes`, the functions behind `/v1/med/cases`,
+so the pages show what the API answers and the forms obey its rules. Those functions know no
+roles (an API key acts for its whole account), so the role rule is kept here, as on the
+payments page: appealing, accepting and attaching evidence are for OWNER and ADMIN, and a
+MEMBER who posts by hand gets 403. A refusal by the service is shown as a flash message.
+
+Evidence never passes through this service: the page's script (static/evidence-upload.js)
+asks `create_evidence_upload` for a ticket, sends the file from the browser straight to the
+ticket's signed address, then asks `complete_evidence_upload` to confirm it. Those two answer
+JSON, refusals included (the API's envelope), so the script can show the service's message.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
+from functools import wraps
+
+from flask import (
+    flash,
+    g,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from flask.typing import ResponseReturnValue
+from flask_login import current_user
+
+from app.dashboard import bp
+from app.dashboard.charges import MODES
+from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
+from app.dashboard.filters import QueryFilters, date_arg, day_start
+from app.dashboard.forms import AcceptDisputeForm, AppealForm
+from app.dashboard.session import current_membership, member_required
+from app.dashboard.wallets import mode_arg
+from app.errors import ApiError, InvalidRequest, NotFound, error_envelope
+from app.extensions import db
+from app.formats.charges import CHARGE_ID_PREFIX
+from app.formats.disputes import (
+    EvidenceSchema,
+    UploadTicketSchema,
+    evidence_fields,
+    upload_ticket_fields,
+)
+from app.models import (
+    DisputeCase,
+    DisputeEvidence,
+    DisputeStatus,
+    DisputeType,
+    EvidenceUploader,
+    KeyMode,
+)
+from app.models.account import MANAGING_ROLES
+from app.models.base import utcnow
+from app.services import accounts, disputes
+from app.services.disputes import MAX_LIST_LIMIT, OUTCOME_EFFECTS, CaseQuery
+from app.storage import ALLOWED_TYPES, MAX_EVIDENCE_BYTES
+from app.templating import DISPLAY_TIMEZONE, money
+
+STATUSES = tuple(status.value for status in DisputeStatus)
+TYPES = tuple(kind.value for kind in DisputeType)
+PAGE_SIZE = 25
+EXPORT_PAGE_SIZE = MAX_LIST_LIMIT  # cases fetched per query while the CSV streams
+CSV_COLUMNS = (
+    "id",
+    "created_at",
+    "status",
+    "type",
+    "amount",
+    "currency",
+    "charge_id",
+    "reason",
+    "response_deadline",
+    "evidence_count",
+    "appealed_at",
+    "money_outcome",
+    "closed_at",
+)
+# The existing badge colours: waiting on someone is amber, a loss red, the rest neutral.
+STATUS_BADGES = {
+    DisputeStatus.OPEN: "status-pending",
+    DisputeStatus.APPEALED: "status-processing",
+    DisputeStatus.ACCEPTED: "status-failed",
+    DisputeStatus.REJECTED: "status-rejected",
+    DisputeStatus.CLOSED: "status-cancelled",
+}
+CLOSING_TITLES = {
+    DisputeStatus.ACCEPTED: "You accepted the dispute",
+    DisputeStatus.REJECTED: "Decided against you (rejected)",
+    DisputeStatus.CLOSED: "Closed",
+}
+ROLE_REFUSAL = "Only an OWNER or ADMIN of the account can answer disputes or attach evidence."
+
+
+@dataclass(frozen=True)
+class DisputeFilters(QueryFilters):
+    """The list's query string: every link (mode, next page, the CSV export) keeps the others.
+    `created_from` and `created_to` are São Paulo calendar days, both inclusive."""
+
+    mode: str = "test"
+    status: str | None = None
+    type: str | None = None
+    charge_id: str | None = None
+    created_from: str | None = None
+    created_to: str | None = None
+    starting_after: str | None = None
+
+    @property
+    def filtered(self) -> bool:
+        return bool(
+            self.status or self.type or self.charge_id or self.created_from or self.created_to
+        )
+
+    def query(self, **changes) -> CaseQuery:
+        """The service's query for these filters (newest first), with `changes` applied."""
+        after = before = None
+        if self.created_from:  # the service's bounds are exclusive
+            after = day_start(self.created_from) - timedelta(microseconds=1)
+        if self.created_to:
+            next_day = date.fromisoformat(self.created_to) + timedelta(days=1)
+            before = day_start(next_day.isoformat())
+        query = CaseQuery(
+            limit=PAGE_SIZE,
+            starting_after=self.starting_after,
+            status=self.status,
+            type=self.type,
+            charge_id=self.charge_id,
+            created_after=after,
+            created_before=before,
+        )
+        return replace(query, **changes)
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    at: datetime
+    title: str
+    detail: str | None = None
+
+
+@bp.app_template_filter()
+def time_left(deadline: datetime | None) -> str:
+    """How long until a response deadline: "2 days 4 h left", "overdue", "" when unknown."""
+    if deadline is None:
+        return ""
+    minutes = int((deadline - utcnow()).total_seconds() // 60)
+    if minutes < 0:
+        return "overdue"
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    if days:
+        return f"{days} {'day' if days == 1 else 'days'} {hours} h left"
+    if hours:
+        return f"{hours} h {minutes} min left"
+    return f"{minutes} min left" if minutes else "less than a minute left"
+
+
+@bp.app_template_filter()
+def dispute_badge(status: DisputeStatus) -> str:
+    return STATUS_BADGES[status]
+
+
+@bp.get("/disputes")
+@member_required
+def disputes_page() -> ResponseReturnValue:
+    """One page of the mode's cases, newest first, with their deadlines and evidence counts."""
+    filters = _filters()
+    page = disputes.list_cases(g.account_id, MODES[filters.mode], filters.query())
+    return render_template(
+        "dashboard/disputes.html",
+        filters=filters,
+        page=page,
+        evidence_counts=disputes.evidence_counts([case.id for case in page.data]),
+        statuses=STATUSES,
+        types=TYPES,
+        charge_id=_charge_id,
+        csv_args=filters.args(starting_after=None),  # the export is every page
+        sao_paulo=DISPLAY_TIMEZONE.key,
+    )
+
+
+@bp.get("/disputes/export.csv")
+@member_required
+def disputes_csv() -> ResponseReturnValue:
+    """The filtered list, every page of it, streamed as it is read (amounts in minor units,
+    times in UTC). The cursor walks back from the newest case, so cases opened while the
+    export runs never shift the pages it reads."""
+    filters = _filters()
+    query = filters.query(limit=EXPORT_PAGE_SIZE, starting_after=None)
+    rows = _export_rows(g.account_id, MODES[filters.mode], query)
+    return csv_response(CSV_COLUMNS, rows, f"disputes-{filters.mode}.csv")
+
+
+@bp.get("/disputes/<case_id>")
+@member_required
+def dispute_page(case_id: str) -> ResponseReturnValue:
+    """Every field of one case, its timeline and evidence, and the answers it still allows."""
+    return _detail_page(mode_arg(), case_id)
+
+
+@bp.post("/disputes/<case_id>/appeal")
+@member_required
+def appeal_dispute(case_id: str) -> ResponseReturnValue:
+    """Contest an open case (OWNER and ADMIN only); the amount stays held until the decision."""
+    mode = mode_arg()
+    _require_manager()
+    form = AppealForm()
+    if not form.validate_on_submit():
+        return _detail_page(mode, case_id, appeal_form=form, status=400)
+    return _answered(
+        mode,
+        case_id,
+        lambda: disputes.appeal(
+            g.account_id, MODES[mode], case_id, form.reason.data, current_user.id
+        ),
+        lambda case: "Appeal sent: the amount stays held until the dispute is decided.",
+    )
+
+
+@bp.post("/disputes/<case_id>/accept")
+@member_required
+def accept_dispute(case_id: str) -> ResponseReturnValue:
+    """Give up an open case (OWNER and ADMIN only): final, the held amount goes to the payer."""
+    mode = mode_arg()
+    _require_manager()
+    form = AcceptDisputeForm()
+    if not form.validate_on_submit():
+        return _detail_page(mode, case_id, accept_form=form, status=400)
+    return _answered(
+        mode,
+        case_id,
+        lambda: disputes.accept(g.account_id, MODES[mode], case_id, current_user.id),
+        lambda case: (
+            f"You accepted the dispute: {money(case.amount, case.currency)} "
+            "is returned to the payer. This is final."
+        ),
+    )
+
+
+def json_errors(view: Callable) -> Callable:
+    """A refusal as the API's JSON envelope rather than an HTML page, for the upload script."""
+
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        try:
+            return view(*args, **kwargs)
+        except ApiError as error:
+            db.session.rollback()
+            response = jsonify(error_envelope(error))
+            response.status_code = error.status
+            response.headers.update(error.headers)
+            return response
+
+    return wrapper
+
+
+@bp.post("/disputes/<case_id>/evidence")
+@member_required
+@json_errors
+def create_evidence_upload(case_id: str) -> ResponseReturnValue:
+    """Step 1 of 3 (OWNER and ADMIN only): JSON `{file_name, file_size, mime_type}` → 201 with
+    the upload ticket and the address that confirms it (`complete_url`)."""
+    mode = mode_arg()
+    _require_manager()
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise InvalidRequest("Send a JSON object with file_name, file_size and mime_type.")
+    evidence, ticket = disputes.create_upload(
+        g.account_id,
+        MODES[mode],
+        case_id,
+        file_name=body.get("file_name"),
+        file_size=body.get("file_size"),
+        mime_type=body.get("mime_type"),
+        uploaded_by=EvidenceUploader.MERCHANT,
+    )
+    db.session.commit()
+    complete_url = url_for(
+        "dashboard.complete_evidence_upload", case_id=case_id, evidence_id=evidence.id, mode=mode
+    )
+    ticket_body = UploadTicketSchema().dump(upload_ticket_fields(evidence, ticket))
+    return jsonify({**ticket_body, "complete_url": complete_url}), 201
+
+
+@bp.post("/disputes/<case_id>/evidence/<evidence_id>/complete")
+@member_required
+@json_errors
+def complete_evidence_upload(case_id: str, evidence_id: str) -> ResponseReturnValue:
+    """Step 3 of 3 (OWNER and ADMIN only): confirm the file reached the storage; the page the
+    script reloads then lists it."""
+    mode = mode_arg()
+    _require_manager()
+    evidence = disputes.complete_upload(g.account_id, MODES[mode], case_id, evidence_id)
+    db.session.commit()
+    flash(f"Evidence attached: {evidence.file_name}.", "info")
+    return jsonify(EvidenceSchema().dump(evidence_fields(evidence, disputes.view_url(evidence))))
+
+
+def timeline(case: DisputeCase, evidence: list[DisputeEvidence]) -> list[TimelineEntry]:
+    """What happened to the case, oldest first, from its own timestamps and its confirmed
+    evidence."""
+    entries = [TimelineEntry(case.opened_at, "Dispute opened", _opening_effect(case))]
+    if case.evidence_requested_at:
+        entries.append(
+            TimelineEntry(
+                case.evidence_requested_at,
+                "Evidence requested",
+                "Acme Pay asked you for evidence: attach it on this page.",
+            )
+        )
+    if case.appealed_at:
+        entries.append(TimelineEntry(case.appealed_at, "You appealed", case.appeal_reason))
+    for item in evidence:
+        detail = f"{item.file_name}, from the {item.uploaded_by}"
+        entries.append(TimelineEntry(item.uploaded_at, "Evidence attached", detail))
+    if case.closed_at:
+        entries.append(TimelineEntry(case.closed_at, CLOSING_TITLES[case.status], _outcome(case)))
+    return sorted(entries, key=lambda entry: entry.at)
+
+
+def _opening_effect(case: DisputeCase) -> str:
+    if case.held_amount:
+        held = money(case.held_amount, case.currency)
+        return f"{held} held from your available balance until the decision."
+    return (
+        "The reported amount differs from the charge's, so nothing was held; "
+        "our operations team is handling the case."
+    )
+
+
+def _outcome(case: DisputeCase) -> str:
+    if not case.held_amount:
+        return f"Money outcome: {case.money_outcome}. Nothing was held, so no money moved."
+    held = money(case.held_amount, case.currency)
+    return f"Money outcome: {case.money_outcome}: {OUTCOME_EFFECTS[case.money_outcome]} ({held})."
+
+
+def _detail_page(
+    mode: str,
+    case_id: str,
+    *,
+    appeal_form: AppealForm | None = None,
+    accept_form: AcceptDisputeForm | None = None,
+    status: int = 200,
+) -> tuple[str, int]:
+    case = disputes.get_case(g.account_id, MODES[mode], case_id)
+    evidence = disputes.list_evidence(g.account_id, MODES[mode], case_id)
+    html = render_template(
+        "dashboard/dispute.html",
+        mode=mode,
+        case=case,
+        charge_id=_charge_id(case),
+        evidence=evidence,
+        view_url=disputes.view_url,  # signed for 5 minutes from now, so made at render time
+        timeline=timeline(case, evidence),
+        outcome_effects=OUTCOME_EFFECTS,
+        can_manage=current_membership().role in MANAGING_ROLES,
+        appeal_form=appeal_form or AppealForm(formdata=None),
+        accept_form=accept_form or AcceptDisputeForm(formdata=None),
+        accepted_types=",".join(sorted(ALLOWED_TYPES)),
+        max_evidence_mb=MAX_EVIDENCE_BYTES // (1024 * 1024),
+    )
+    return html, status
+
+
+def _answered(
+    mode: str,
+    case_id: str,
+    answer: Callable[[], DisputeCase],
+    outcome: Callable[[DisputeCase], str],
+) -> ResponseReturnValue:
+    """Commit the merchant's answer, or show why the service refused it (say, the case was
+    decided meanwhile) as a flash message; a case outside the account stays a 404."""
+    try:
+        case = answer()
+    except NotFound:
+        raise
+    except ApiError as error:
+        db.session.rollback()
+        flash(error.message, "error")
+    else:
+        db.session.commit()
+        flash(outcome(case), "info")
+    return redirect(url_for("dashboard.dispute_page", case_id=case_id, mode=mode), 303)
+
+
+def _export_rows(account_id: str, mode: KeyMode, query: CaseQuery) -> Iterator[tuple]:
+    """The CSV values of every matching case, a page per query, following the cursor; each
+    page is turned into values and its read ended before its rows are sent."""
+    while True:
+        page = disputes.list_cases(account_id, mode, query)
+        counts = disputes.evidence_counts([case.id for case in page.data])
+        values = [_csv_values(case, counts[case.id]) for case in page.data]
+        db.session.rollback()
+        yield from values
+        if not page.has_more:
+            return
+        query = replace(query, starting_after=page.next_cursor)
+
+
+def _csv_values(case: DisputeCase, evidence_count: int) -> tuple:
+    """One case; free text goes through the wallet export's formula guard."""
+    return (
+        case.id,
+        utc_text(case.created_at),
+        str(case.status),
+        str(case.type),
+        case.amount,
+        spreadsheet_cell(case.currency),
+        _charge_id(case),
+        spreadsheet_cell(case.reason or ""),
+        utc_text(case.response_deadline),
+        evidence_count,
+        utc_text(case.appealed_at),
+        str(case.money_outcome) if case.money_outcome else "",
+        utc_text(case.closed_at),
+    )
+
+
+def _charge_id(case: DisputeCase) -> str:
+    return CHARGE_ID_PREFIX + case.transaction_id
+
+
+def _filters() -> DisputeFilters:
+    start, end = date_arg("created_from"), date_arg("created_to")
+    if start and end and start > end:
+        raise InvalidRequest("created_from is after created_to.", param="created_from")
+    return DisputeFilters(
+        mode=mode_arg(),
+        status=_choice("status", STATUSES),
+        type=_choice("type", TYPES),
+        charge_id=(request.args.get("charge_id") or "").strip() or None,
+        created_from=start,
+        created_to=end,
+        starting_after=request.args.get("starting_after") or None,
+    )
+
+
+def _choice(name: str, allowed: tuple[str, ...]) -> str | None:
+    value = request.args.get(name) or None
+    if value is not None and value not in allowed:
+        raise InvalidRequest(f"{name} is one of: {', '.join(allowed)}.", param=name)
+    return value
+
+
+def _require_manager() -> None:
+    accounts.require_manager(current_membership(), ROLE_REFUSAL, "DISPUTE_ROLE_REQUIRED")
