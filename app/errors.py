@@ -198,12 +198,18 @@ class ErrorSchema(ma.Schema):
 
 # A NUL escaped in JSON text (`\u0000`), not preceded by an escaping backslash.
 _JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+# A `\uD800`-`\uDFFF` escape that is not half of a pair: no UTF-8 text can hold it.
+_JSON_LONE_SURROGATE = re.compile(
+    rb"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)(?:\\\\)*\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
 
 
-def refuse_nul_characters() -> None:
-    """No text may hold U+0000: PostgreSQL cannot store it, so it is a 400 here, on every
-    route, rather than a database error later. Only text bodies are read (JSON and form
-    posts); uploads are left alone."""
+def refuse_unstorable_text() -> None:
+    """No text may hold U+0000 or a lone surrogate: PostgreSQL cannot store the first and
+    nothing can encode the second as UTF-8, so each is a 400 here, on every route, rather
+    than an error later. Only text bodies are read (JSON and form posts); uploads are left
+    alone."""
     if "\x00" in request.path or b"%00" in request.query_string.lower():
         raise InvalidRequest("The address may not contain the NUL character (U+0000).")
     if request.mimetype == "application/x-www-form-urlencoded":
@@ -214,6 +220,8 @@ def refuse_nul_characters() -> None:
         body = request.get_data()
         if b"\x00" in body or _JSON_NUL.search(body):
             raise InvalidRequest("Text may not contain the NUL character (U+0000).")
+        if _JSON_LONE_SURROGATE.search(body):
+            raise InvalidRequest("Text may not contain a lone UTF-16 surrogate (\\uD800-\\uDFFF).")
 
 
 def register_error_handlers(app: Flask) -> None:
@@ -221,7 +229,7 @@ def register_error_handlers(app: Flask) -> None:
     def assign_request_id() -> None:
         _assign_request_id()
 
-    app.before_request(refuse_nul_characters)
+    app.before_request(refuse_unstorable_text)
 
     app.register_error_handler(ApiError, render_error)
     app.register_error_handler(HTTPException, handle_http_exception)

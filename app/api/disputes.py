@@ -29,7 +29,7 @@ from app.formats.disputes import (
     med_case_fields,
     upload_ticket_fields,
 )
-from app.models import KeyMode
+from app.models import DisputeCase, KeyMode
 from app.services import charges, disputes, sandbox
 
 CASE_ROUTE_PREFIXES = {
@@ -207,7 +207,7 @@ class SandboxDecision(MethodView):
         return _case(case)
 
 
-def _case(case) -> dict:
+def _case(case: DisputeCase) -> dict:
     return med_case_fields(case, disputes.evidence_counts([case.id])[case.id])
 
 

@@ -5,7 +5,8 @@ plus recording a dispute the channel reported on a paid charge.
 The actions call `disputes.request_evidence`, `disputes.decide` and `disputes.open_case`, the
 functions behind the sandbox's dispute channel, so the money each moves (the hold, its release
 or loss) is decided in one place and audited there with the staff user. A case whose reported
-amount differs from its charge's held nothing: the desk flags it for manual handling.
+amount differs from its charge's held nothing: the desk flags it for manual handling, and
+staff confirm the amount to hold (`disputes.confirm_amount`) before it can be lost.
 """
 
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from app.dashboard import bp
 from app.dashboard.forms import (
     DECISION_LABELS,
     BackOfficeDisputeForm,
+    ConfirmDisputeAmountForm,
     DisputeDecisionForm,
     submitted,
 )
@@ -92,6 +94,21 @@ def decide_dispute(case_id: str) -> ResponseReturnValue:
     )
 
 
+@bp.post("/back-office/disputes/<case_id>/confirm-amount")
+@staff_required
+def confirm_dispute_amount(case_id: str) -> ResponseReturnValue:
+    """Settle a case whose amount differed: the confirmed amount is held from the merchant's
+    wallet and the charge becomes disputed."""
+    form = ConfirmDisputeAmountForm()
+    if not form.validate_on_submit():
+        flash(f"{form.amount.label.text}: " + " ".join(form.amount.errors), "error")
+        return redirect(url_for("dashboard.dispute_operations"), 303)
+    return _acted(
+        lambda: disputes.confirm_amount(case_id, form.amount.data, current_user.id),
+        lambda case: f"Case {case.id}: {_held(case)}",
+    )
+
+
 def _desk_page(
     *, open_form: BackOfficeDisputeForm | None = None, status: int = 200
 ) -> tuple[str, int]:
@@ -100,6 +117,7 @@ def _desk_page(
         items=dispute_review.cases_under_review(),
         view_url=disputes.view_url,  # signed for 5 minutes from now, so made at render time
         decision_form=DisputeDecisionForm(formdata=None),
+        confirm_form=ConfirmDisputeAmountForm(formdata=None),
         open_form=open_form or BackOfficeDisputeForm(formdata=None),
         sao_paulo=DISPLAY_TIMEZONE.key,
     )
@@ -138,6 +156,9 @@ def _notice(form: BackOfficeDisputeForm) -> DisputeNotice:
 
 
 def _held(case: DisputeCase) -> str:
-    if case.amount_mismatch:
-        return "the reported amount differs from the charge's, so nothing was held."
+    if case.under_review:
+        return (
+            "the reported amount differs from the charge's, so nothing was held: confirm the "
+            "amount to hold before the case can be lost."
+        )
     return f"{money(case.held_amount, case.currency)} held from the merchant's wallet."

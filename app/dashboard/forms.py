@@ -345,6 +345,13 @@ class DisputeDecisionForm(FlaskForm):
     note = StringField("Note (optional)", validators=[Optional(), Length(max=MAX_DECISION_NOTE)])
 
 
+class ConfirmDisputeAmountForm(FlaskForm):
+    """Staff confirm the disputed amount of a case whose reported amount differed from the
+    charge's: it is held now, and the case can then be decided like any other."""
+
+    amount = AmountField("Amount to hold")
+
+
 class BackOfficeDisputeForm(FlaskForm):
     """Staff record a dispute the channel reported on a paid charge. The notification's id is
     required, so sending the form again finds the case it opened instead of a second one."""

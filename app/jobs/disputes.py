@@ -4,15 +4,23 @@ periodic sweep that sends any notice still due (Redis was down, the mail server 
 import logging
 
 from app.extensions import db
-from app.services import disputes
+from app.services import disputes, mail
 
 log = logging.getLogger(__name__)
 
 
 def send_dispute_notices(case_id: str) -> list[str]:
-    """Send the case's due notices; the notice is marked sent in the same commit."""
-    sent = disputes.send_notices(case_id)
-    db.session.commit()
+    """Send the case's due e-mails, each marked sent once it has gone. No row lock or
+    transaction is held while the mail server answers, so an appeal never waits on it; a
+    crash between sending and marking sends that e-mail again, never zero times."""
+    due = disputes.due_notices(case_id)
+    db.session.rollback()  # end the read before talking to the mail server
+    sent = []
+    for notice in due:
+        mail.send(notice.recipients, notice.subject, notice.body)
+        if disputes.mark_notice_sent(case_id, notice.name):
+            sent.append(notice.name)
+        db.session.commit()
     return sent
 
 

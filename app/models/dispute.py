@@ -83,6 +83,8 @@ class DisputeCase(db.Model):
     currency: Mapped[str] = mapped_column(sa.String(8))
     held_amount: Mapped[int] = mapped_column(sa.BigInteger, default=0)
     amount_mismatch: Mapped[bool] = mapped_column(default=False)
+    # A mismatched case waits for operations to confirm the amount before it can be lost.
+    under_review: Mapped[bool] = mapped_column(default=False)
     method: Mapped[str | None] = mapped_column(sa.String(16))
     reason: Mapped[str | None] = mapped_column(sa.String(2000))
     reference_id: Mapped[str | None] = mapped_column(sa.String(32))
@@ -93,7 +95,7 @@ class DisputeCase(db.Model):
     appeal_reason: Mapped[str | None] = mapped_column(sa.Text)
     appealed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     money_outcome: Mapped[MoneyOutcome | None] = mapped_column(_enum(MoneyOutcome, 32))
-    decided_by: Mapped[str | None] = mapped_column(sa.String(36))
+    decided_by: Mapped[str | None] = mapped_column(sa.ForeignKey("users.id"))
     decision_note: Mapped[str | None] = mapped_column(sa.String(500))
     opened_at: Mapped[datetime] = mapped_column(UTCDateTime)
     closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -17,6 +17,7 @@ that a periodic sweep retries until the mail is sent.
 """
 
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -43,10 +44,17 @@ from app.models import (
     TransactionStatus,
 )
 from app.models.base import utcnow
-from app.services import accounts, audit, ledger, mail, refunds, transactions
+from app.services import accounts, audit, ledger, payments, refunds, transactions
+from app.services.charges import MAX_AMOUNT
 from app.services.events import record_event
 from app.services.ledger import Line
-from app.storage import StorageUnavailable, UploadTicket, check_upload, evidence_storage
+from app.storage import (
+    ALLOWED_TYPES,
+    MAX_EVIDENCE_BYTES,
+    StorageUnavailable,
+    UploadTicket,
+    evidence_storage,
+)
 
 CASE_PREFIX = "med_"
 EVIDENCE_PREFIX = "medev_"
@@ -60,6 +68,8 @@ DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT = 25, 100
 NOTICE_JOB = "app.jobs.disputes.send_dispute_notices"
 HOLD, RELEASE, LOSS = "dispute_hold", "dispute_release", "dispute_loss"
 NOT_OPEN = "med_case_not_open"
+UNDER_REVIEW = "med_case_under_review"
+NOTICE_GRACE = timedelta(minutes=1)
 DECISIONS = {
     "rejected": (DisputeStatus.REJECTED, MoneyOutcome.LOST),
     "refunded_to_merchant": (DisputeStatus.CLOSED, MoneyOutcome.REFUNDED_TO_MERCHANT),
@@ -71,8 +81,16 @@ OUTCOME_EFFECTS = {
     MoneyOutcome.CLOSED_WITHOUT_REFUND: "the held amount is not returned to you",
     MoneyOutcome.LOST: "the held amount was returned to the payer",
 }
-_SAFE_FILE_NAME = re.compile(r"[^\x00-\x1f\x7f/\\]+")
+NOTICE_COLUMNS = {
+    "opened": DisputeCase.opened_notice_sent_at,
+    "resolved": DisputeCase.resolved_notice_sent_at,
+}
+_SAFE_FILE_NAME = re.compile(r"[^/\\]+")
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 S = DisputeStatus
+S_T = TransactionStatus
+DISPUTED_STATUSES = frozenset({S_T.DISPUTE, S_T.CHARGEBACK})
+RETAINED, TO_PAYER = LedgerAccount.RETAINED, LedgerAccount.PROVIDER_CLEARING
 
 
 @dataclass(frozen=True)
@@ -136,6 +154,8 @@ def open_case(
     now = utcnow()
     amount = transaction.amount if notice.amount is None else notice.amount
     mismatch = amount != transaction.amount
+    # What the merchant's own refunds already sent (or are sending) back is not held again.
+    unrefunded = max(transaction.amount - refunds.refunded_or_in_flight(transaction), 0)
     case = DisputeCase(
         id=f"{CASE_PREFIX}{uuid.uuid4()}",
         account_id=transaction.account_id,
@@ -147,8 +167,9 @@ def open_case(
         status=S.OPEN,
         amount=amount,
         currency=transaction.currency,
-        held_amount=0 if mismatch else amount,
+        held_amount=0 if mismatch else unrefunded,
         amount_mismatch=mismatch,
+        under_review=mismatch,
         method=notice.method,
         reason=notice.reason,
         reference_id=notice.reference_id or transaction.end_to_end_id,
@@ -162,26 +183,38 @@ def open_case(
     db.session.add(case)
     db.session.flush()
     if not mismatch:
-        _post(case, HOLD, "Disputed amount held", LedgerAccount.AVAILABLE, LedgerAccount.RETAINED)
-        transactions.transition(transaction, _disputed_status(transaction, case), at=now)
+        _hold(case, transaction, now)
     _refresh_metadata(transaction, case, now)
     _record(case, "med_case.created")
     enqueue_after_commit(db.session(), "default", NOTICE_JOB, case.id)
     return case, True
 
 
-def _check_notice(transaction: Transaction, notice: DisputeNotice) -> None:
+def _hold(case: DisputeCase, transaction: Transaction, now: datetime) -> None:
+    """The disputed amount leaves available for retained; the charge becomes disputed."""
+    if case.held_amount:
+        _post(case, HOLD, "Disputed amount held", LedgerAccount.AVAILABLE, LedgerAccount.RETAINED)
+    transactions.transition(transaction, _disputed_status(transaction, case), at=now)
+
+
+def _check_disputable(transaction: Transaction) -> None:
     if transaction.status not in SETTLED_STATUSES:
         raise Conflict(
             f"Only a paid charge can be disputed; this one is {transaction.status}.",
             code="charge_not_disputable",
         )
+
+
+def _check_notice(transaction: Transaction, notice: DisputeNotice) -> None:
+    _check_disputable(transaction)
     if not EXTERNAL_ID.match(notice.external_id or ""):
         raise InvalidRequest(
             "external_id is 1 to 64 letters, digits, '_' or '-'.", param="external_id"
         )
-    if notice.amount is not None and notice.amount <= 0:
-        raise InvalidRequest("amount is an integer > 0.", code="invalid_amount", param="amount")
+    if notice.amount is not None and not 0 < notice.amount <= MAX_AMOUNT:
+        raise InvalidRequest(
+            f"amount is an integer from 1 to {MAX_AMOUNT}.", code="invalid_amount", param="amount"
+        )
     if notice.method is not None and notice.method not in MED_METHODS:
         raise InvalidRequest(f"method is one of {', '.join(MED_METHODS)}.", param="method")
     if notice.reason is not None and len(notice.reason) > MAX_REASON:
@@ -322,6 +355,7 @@ def accept(
 ) -> DisputeCase:
     """Give up an open case: final, the held amount goes to the payer (`lost`)."""
     case = _lock_open(account_id, mode, case_id, "accepted")
+    _check_reviewed(case, MoneyOutcome.LOST)
     _audit(case, actor_user_id, "med_case.accepted")
     _finish(case, S.ACCEPTED, MoneyOutcome.LOST)
     return case
@@ -334,6 +368,17 @@ def _lock_open(account_id: str, mode: KeyMode, case_id: str, becoming: str) -> D
             f"Only an open case can be {becoming}; this one is {case.status}.", code=NOT_OPEN
         )
     return case
+
+
+def _check_reviewed(case: DisputeCase, outcome: MoneyOutcome) -> None:
+    """A case whose amount differs from the charge's held nothing: until operations confirm
+    the amount (and hold it), no outcome may send money to the payer."""
+    if case.under_review and outcome is not MoneyOutcome.REFUNDED_TO_MERCHANT:
+        raise InvalidRequest(
+            "The reported amount differs from the charge's; our operations team must confirm "
+            "the disputed amount before the case can be lost.",
+            code=UNDER_REVIEW,
+        )
 
 
 # The dispute channel's decisions (provider, sandbox, operations staff)
@@ -365,11 +410,38 @@ def decide(
         raise NotFound("No such dispute case.")
     if case.is_final:
         raise InvalidRequest(f"The case is already {case.status}.", code=NOT_OPEN)
+    status, outcome = DECISIONS[decision]
+    _check_reviewed(case, outcome)
     case.decided_by = actor_user_id
     case.decision_note = (note or "").strip()[:500] or None
     _audit(case, actor_user_id, f"med_case.{decision}")
-    status, outcome = DECISIONS[decision]
     _finish(case, status, outcome)
+    return case
+
+
+def confirm_amount(case_id: str, amount: int, actor_user_id: str | None) -> DisputeCase:
+    """Operations settle a case whose reported amount differed: `amount` (at most what the
+    merchant still has of the charge) is held now and the charge becomes disputed; from then
+    on the case is decided like any other."""
+    case = _lock(case_id)
+    if case is None:
+        raise NotFound("No such dispute case.")
+    if case.is_final or not case.under_review:
+        raise InvalidRequest("Only an undecided case under review can be confirmed.", code=NOT_OPEN)
+    transaction = transactions.lock(case.transaction_id)
+    _check_disputable(transaction)
+    unrefunded = transaction.amount - refunds.refunded_or_in_flight(transaction)
+    if not isinstance(amount, int) or not 0 < amount <= unrefunded:
+        raise InvalidRequest(
+            f"amount is from 1 to {max(unrefunded, 0)} (the charge less its refunds).",
+            code="invalid_amount",
+            param="amount",
+        )
+    now = utcnow()
+    case.held_amount, case.under_review, case.updated_at = amount, False, now
+    _audit(case, actor_user_id, "med_case.amount_confirmed")
+    _hold(case, transaction, now)
+    _refresh_metadata(transaction, case, now)
     return case
 
 
@@ -377,24 +449,13 @@ def _finish(case: DisputeCase, status: DisputeStatus, outcome: MoneyOutcome) -> 
     now = utcnow()
     case.status, case.money_outcome, case.closed_at, case.updated_at = status, outcome, now, now
     transaction = transactions.lock(case.transaction_id)
-    if case.held_amount:
-        if outcome is MoneyOutcome.REFUNDED_TO_MERCHANT:
-            _post(
-                case,
-                RELEASE,
-                "Dispute won, held amount returned",
-                LedgerAccount.RETAINED,
-                LedgerAccount.AVAILABLE,
-            )
-            _restore(transaction, now)
-        else:
-            _post(
-                case,
-                LOSS,
-                "Dispute lost, held amount returned to the payer",
-                LedgerAccount.RETAINED,
-                LedgerAccount.PROVIDER_CLEARING,
-            )
+    won = outcome is MoneyOutcome.REFUNDED_TO_MERCHANT
+    if case.held_amount and won:
+        _post(case, RELEASE, "Dispute won, held amount returned", RETAINED, LedgerAccount.AVAILABLE)
+    elif case.held_amount:
+        _post(case, LOSS, "Dispute lost, held amount sent to the payer", RETAINED, TO_PAYER)
+    if won and transaction.status in DISPUTED_STATUSES:
+        _restore(transaction, now)
     _refresh_metadata(transaction, case, now)
     if current_app.config["DISPUTE_OUTCOME_EVENTS"]:
         _record(case, "med_case.updated")
@@ -403,18 +464,13 @@ def _finish(case: DisputeCase, status: DisputeStatus, outcome: MoneyOutcome) -> 
 
 
 def _restore(transaction: Transaction, now: datetime) -> None:
-    """The charge is paid again, or refunded when merchant refunds completed meanwhile
-    cover it; quietly, since no `charge.*` (or payment) event follows from a dispute."""
-    settled = (
-        TransactionStatus.APPROVED
-        if transaction.status is TransactionStatus.CHARGEBACK
-        else TransactionStatus.PAID
-    )
+    """The charge is paid again (APPROVED for a card), or refunded when merchant refunds
+    completed meanwhile cover it; quietly, since no `charge.*` (or payment) event follows
+    from a dispute."""
+    settled = S_T.APPROVED if transaction.paid_with == payments.CARD else S_T.PAID
     transactions.transition(transaction, settled, at=now, record_events=False)
     if refunds.refunded_total(transaction) >= transaction.amount:
-        transactions.transition(
-            transaction, TransactionStatus.REFUNDED, at=now, record_events=False
-        )
+        transactions.transition(transaction, S_T.REFUNDED, at=now, record_events=False)
 
 
 # Evidence
@@ -437,11 +493,16 @@ def create_upload(
             f"The case is {case.status}; evidence can no longer be attached.", code=NOT_OPEN
         )
     name = _checked_file_name(file_name)
-    try:
-        check_upload(mime_type, file_size)
-    except ValueError as error:
-        param = "mime_type" if "must be one of" in str(error) else "file_size"
-        raise InvalidRequest(str(error), param=param) from error
+    if mime_type not in ALLOWED_TYPES:
+        raise InvalidRequest(
+            f"mime_type is one of {', '.join(sorted(ALLOWED_TYPES))}.", param="mime_type"
+        )
+    if not isinstance(file_size, int) or isinstance(file_size, bool):
+        raise InvalidRequest("file_size is an integer number of bytes.", param="file_size")
+    if not 0 < file_size <= MAX_EVIDENCE_BYTES:
+        raise InvalidRequest(
+            f"file_size is 1 to {MAX_EVIDENCE_BYTES} bytes (10 MB).", param="file_size"
+        )
     storage = evidence_storage()
     if not storage.healthy():
         raise ServiceUnavailable("The document storage is unavailable; retry later.")
@@ -520,8 +581,11 @@ def view_url(evidence: DisputeEvidence) -> str:
 
 
 def _checked_file_name(file_name: str) -> str:
+    """The name as shown to people: no path, and no control, format (bidi overrides) or
+    line-separator characters that could make `exe.pdf` of `fdp.exe`."""
     name = file_name.strip() if isinstance(file_name, str) else ""
-    if not name or len(name) > MAX_FILE_NAME or not _SAFE_FILE_NAME.fullmatch(name):
+    hidden = any(unicodedata.category(char) in HIDDEN_CATEGORIES for char in name)
+    if not name or len(name) > MAX_FILE_NAME or hidden or not _SAFE_FILE_NAME.fullmatch(name):
         raise InvalidRequest(
             f"file_name is 1 to {MAX_FILE_NAME} characters, without slashes or control characters.",
             param="file_name",
@@ -532,33 +596,57 @@ def _checked_file_name(file_name: str) -> str:
 # Notices by e-mail
 
 
-def send_notices(case_id: str) -> list[str]:
-    """E-mail whichever notices of the case are due (opened, resolved); the names of those
-    sent. A failing mail server raises, and the sweep tries again later."""
-    case = _lock(case_id)
+@dataclass(frozen=True)
+class Notice:
+    """One e-mail due about a case, composed and ready to send."""
+
+    name: str
+    recipients: list[str]
+    subject: str
+    body: str
+
+
+def due_notices(case_id: str) -> list[Notice]:
+    """The case's e-mails not yet sent: `opened`, then `resolved` once it is final."""
+    case = db.session.get(DisputeCase, case_id, populate_existing=True)
     if case is None:
         return []
-    sent = []
     recipients = accounts.manager_emails(case.account_id)
+    due = []
     if case.opened_notice_sent_at is None:
-        mail.send(recipients, *_opened_mail(case))
-        case.opened_notice_sent_at = utcnow()
-        sent.append("opened")
+        due.append(Notice("opened", recipients, *_opened_mail(case)))
     if case.is_final and case.resolved_notice_sent_at is None:
-        mail.send(recipients, *_resolved_mail(case))
-        case.resolved_notice_sent_at = utcnow()
-        sent.append("resolved")
-    return sent
+        due.append(Notice("resolved", recipients, *_resolved_mail(case)))
+    return due
 
 
-def cases_with_due_notices(limit: int = 200) -> list[str]:
+def mark_notice_sent(case_id: str, name: str) -> bool:
+    """Record that a notice went out, unless someone recorded it first (False then)."""
+    column = NOTICE_COLUMNS[name]
+    marked = db.session.execute(
+        sa.update(DisputeCase)
+        .where(DisputeCase.id == case_id, column.is_(None))
+        .values({column: utcnow()})
+        .execution_options(synchronize_session=False)
+    )
+    return marked.rowcount == 1
+
+
+def cases_with_due_notices(now: datetime | None = None, limit: int = 200) -> list[str]:
+    """Cases with an e-mail still due, newest first (one that keeps failing never holds up
+    newer ones). Notices younger than NOTICE_GRACE are left to the job that the change
+    itself asked for, so the two seldom send the same e-mail."""
+    cutoff = (now or utcnow()) - NOTICE_GRACE
     due = sa.or_(
-        DisputeCase.opened_notice_sent_at.is_(None),
-        sa.and_(DisputeCase.closed_at.is_not(None), DisputeCase.resolved_notice_sent_at.is_(None)),
+        sa.and_(DisputeCase.opened_notice_sent_at.is_(None), DisputeCase.created_at <= cutoff),
+        sa.and_(DisputeCase.resolved_notice_sent_at.is_(None), DisputeCase.closed_at <= cutoff),
     )
     return list(
         db.session.scalars(
-            sa.select(DisputeCase.id).where(due).order_by(DisputeCase.created_at).limit(limit)
+            sa.select(DisputeCase.id)
+            .where(due)
+            .order_by(DisputeCase.created_at.desc(), DisputeCase.id.desc())
+            .limit(limit)
         )
     )
 
@@ -585,7 +673,7 @@ def _opened_mail(case: DisputeCase) -> tuple[str, str]:
 
 
 def _resolved_mail(case: DisputeCase) -> tuple[str, str]:
-    effect = OUTCOME_EFFECTS[case.money_outcome]
+    effect = OUTCOME_EFFECTS[case.money_outcome] if case.held_amount else "nothing had been held"
     return (
         f"Acme Pay: dispute {case.id} {case.status}",
         f"Dispute {case.id} on charge {CHARGE_ID_PREFIX}{case.transaction_id} is {case.status} "

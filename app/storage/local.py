@@ -139,13 +139,13 @@ class LocalEvidenceStorage(EvidenceStorage):
         return stored if stored in ALLOWED_TYPES else "application/octet-stream"
 
     def save(self, key: str, content_type: str, chunks: Iterable[bytes]) -> int:
-        """Write the chunks as the object `key`, replacing it atomically, and return the size.
+        """Write the chunks as the object `key`, once, and return the size.
 
-        The bytes go to a temporary file beside the target, which replaces the object
-        (os.replace) only once every chunk was written: a reader sees the old file or the
-        new one, never a half-written one, and a second PUT to the same key (the same
-        signed address used twice, say) overwrites the first. If `chunks` raises (a body
-        of the wrong length), nothing is stored and the error propagates. OSError becomes
+        The bytes go to a temporary file beside the target, which becomes the object (a hard
+        link, which fails if the object exists) only once every chunk was written: a reader
+        never sees half a file, and evidence once stored can never be replaced, even with
+        the same signed address (ObjectExists). If `chunks` raises (a body of the wrong
+        length), nothing is stored and the error propagates. OSError becomes
         StorageUnavailable."""
         path = self.path(key)
         try:
@@ -162,13 +162,19 @@ class LocalEvidenceStorage(EvidenceStorage):
                 temp.flush()
                 os.fsync(temp.fileno())
             _write_atomically(_sidecar(path), content_type.encode())
-            os.replace(temp_name, path)
+            os.link(temp_name, path)
+        except FileExistsError as error:
+            raise ObjectExists(f"{key} is already stored.") from error
         except OSError as error:
             raise StorageUnavailable("The evidence storage cannot be written.") from error
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp_name)
         return size
+
+
+class ObjectExists(Exception):
+    """Evidence is written once: the object is already stored."""
 
 
 def _sidecar(path: Path) -> Path:

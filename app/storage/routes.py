@@ -3,8 +3,8 @@
 Whoever holds a signed address may use it, with no API key, session or CSRF token; the
 signature (app.storage.local) is the only credential. Errors use the API's JSON envelope
 (`invalid_signature` 403, `content_type_mismatch` 400, `content_length_mismatch` 400 for
-fewer bytes than signed or 413 for more, `service_unavailable` 503), with the request id
-and the service's security headers like every other answer.
+fewer bytes than signed or 413 for more, `already_uploaded` 409, `service_unavailable`
+503), with the request id and the service's security headers like every other answer.
 
 These routes exist only while `EVIDENCE_STORAGE` is `local`; with another backend they
 answer 404.
@@ -18,6 +18,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntity
 
 from app.errors import (
     ApiError,
+    Conflict,
     InvalidRequest,
     NotFound,
     PermissionDenied,
@@ -34,7 +35,7 @@ from app.storage import (
     check_backend_setting,
     evidence_storage,
 )
-from app.storage.local import LocalEvidenceStorage
+from app.storage.local import LocalEvidenceStorage, ObjectExists
 from app.storage.signing import SignatureRefused
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,11 @@ class ContentLengthMismatch(InvalidRequest):
     code = "content_length_mismatch"
 
 
+class AlreadyUploaded(Conflict):
+    code = "already_uploaded"
+    message = "A file is already stored at this address; evidence is written once."
+
+
 class ContentTooLong(ContentLengthMismatch):
     status = 413
 
@@ -71,8 +77,9 @@ def register_storage(app: Flask) -> None:
 def upload(key: str):
     """Store the body as `key` if it is exactly what the address was signed for.
 
-    A second PUT with the same valid address overwrites the object atomically (the client
-    may retry a failed upload); nothing is stored unless the whole body is right."""
+    Nothing is stored unless the whole body is right, so a failed upload can be retried
+    with the same address; a stored object is never replaced (409 `already_uploaded`), so
+    evidence cannot change after it was confirmed."""
     storage = _storage()
     grant = _grant(storage, "PUT", key)
     if grant.content_type not in ALLOWED_TYPES or not (
@@ -89,8 +96,12 @@ def upload(key: str):
         raise error(
             f"Content-Length must be {grant.content_length}, as signed.", param="Content-Length"
         )
+    if storage.path(key).exists():
+        raise AlreadyUploaded()
     try:
         size = storage.save(key, grant.content_type, _body(grant.content_length))
+    except ObjectExists as error:
+        raise AlreadyUploaded() from error
     except StorageUnavailable as error:
         log.warning("evidence storage unavailable", exc_info=error)
         raise ServiceUnavailable("The document storage is unavailable; retry later.") from error

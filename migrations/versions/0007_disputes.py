@@ -65,6 +65,7 @@ def upgrade():
         sa.Column("currency", sa.String(length=8), nullable=False),
         sa.Column("held_amount", sa.BigInteger(), nullable=False),
         sa.Column("amount_mismatch", sa.Boolean(), nullable=False),
+        sa.Column("under_review", sa.Boolean(), nullable=False),
         sa.Column("method", sa.String(length=16), nullable=True),
         sa.Column("reason", sa.String(length=2000), nullable=True),
         sa.Column("reference_id", sa.String(length=32), nullable=True),
@@ -104,6 +105,9 @@ def upgrade():
         sa.CheckConstraint("held_amount >= 0", name=op.f("ck_med_cases_held_amount_not_negative")),
         sa.ForeignKeyConstraint(
             ["account_id"], ["accounts.id"], name=op.f("fk_med_cases_account_id_accounts")
+        ),
+        sa.ForeignKeyConstraint(
+            ["decided_by"], ["users.id"], name=op.f("fk_med_cases_decided_by_users")
         ),
         sa.ForeignKeyConstraint(
             ["transaction_id"],

@@ -1,6 +1,7 @@
 """One error envelope and a request id on every answer, whatever went wrong."""
 
 import logging
+import uuid
 
 import pytest
 
@@ -185,3 +186,40 @@ def test_an_escaped_backslash_before_u0000_is_plain_text(app, client):
     )
     assert response.status_code == 201
     assert response.get_json()["customerName"] == "a\\u0000"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [rb"abc\ud800", rb"\udc00abc", rb"\uD83D", rb"\\\ud800"],
+    ids=["high", "low", "upper-case", "after-escaped-backslash"],
+)
+def test_a_lone_surrogate_in_json_is_a_400_not_a_500(app, client, text):
+    key = factories.make_api_key(app, factories.make_account(app))
+    body = b'{"amount": 100, "payment_method": "pix", "description": "' + text + b'"}'
+    response = client.post(
+        "/v1/charges",
+        data=body,
+        headers={
+            "apikey": key,
+            "Idempotency-Key": uuid.uuid4().hex,
+            "Content-Type": "application/json",
+        },
+    )
+    assert response.status_code == 400
+    assert "surrogate" in response.get_json()["error"]["message"]
+
+
+def test_a_surrogate_pair_and_an_escaped_backslash_u_are_plain_text(app, client):
+    key = factories.make_api_key(app, factories.make_account(app))
+    body = rb'{"amount": 100, "payment_method": "pix", "description": "ok \ud83d\ude00 \\ud800"}'
+    response = client.post(
+        "/v1/charges",
+        data=body,
+        headers={
+            "apikey": key,
+            "Idempotency-Key": uuid.uuid4().hex,
+            "Content-Type": "application/json",
+        },
+    )
+    assert response.status_code == 201, response.get_json()
+    assert response.get_json()["metadata"]["description"] == "ok \U0001f600 \\ud800"

@@ -1,6 +1,15 @@
 """Liveness and readiness probes."""
 
+import pytest
+
 from app import create_app
+from app.api.health import STORAGE_HEALTH
+
+
+@pytest.fixture(autouse=True)
+def _fresh_storage_check(app):
+    """Each test sees its own storage, not the answer cached by an earlier check."""
+    app.extensions.pop(STORAGE_HEALTH, None)
 
 
 def test_healthz_says_the_process_is_up(client):

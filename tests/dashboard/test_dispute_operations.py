@@ -91,6 +91,7 @@ def test_merchants_get_403_on_the_desk_and_every_action(app, client, shop):
     for action, fields in (
         (f"{DESK}/{case['id']}/request-evidence", {}),
         (f"{DESK}/{case['id']}/decision", {"decision": "refunded_to_merchant"}),
+        (f"{DESK}/{case['id']}/confirm-amount", {"amount": "1,00"}),
         (DESK, _opening(case["charge_id"], "ext-merchant")),
     ):
         response = client.post(action, data={"csrf_token": token, **fields})
@@ -144,7 +145,10 @@ def test_staff_see_open_and_appealed_cases_of_every_account(app, client, shop, m
     assert '<option value="refunded_to_merchant">' in row
     row = _row(page, mismatch["id"])
     assert "R$ 9,99" in row and "amount differs" in row
-    assert "the charge is R$ 123,45; nothing held, handle manually" in row
+    assert (
+        "the charge is R$ 123,45; nothing held: confirm the amount to hold before it can be lost"
+        in row
+    )
 
 
 def test_an_empty_desk_says_so(client, staff):
@@ -260,13 +264,36 @@ def test_a_different_amount_opens_a_flagged_case_that_holds_nothing(app, client,
     charge = d.paid_charge(app, client, shop)
     before = _balance(client, shop)
     _post(client, DESK, **_opening(charge["id"], "bank-7", amount="50,00"))
-    assert "the reported amount differs from the charge's, so nothing was held." in _text(
-        client.get(DESK)
-    )
+    assert "so nothing was held: confirm the amount to hold" in _text(client.get(DESK))
     [case] = _cases(client, shop)
     assert case["amount"] == 5000
     assert _balance(client, shop) == before
     assert "amount differs" in _row(_text(client.get(DESK)), case["id"])
+
+
+def test_staff_confirm_a_differing_amount_which_is_then_held_and_can_be_lost(
+    app, client, shop, staff
+):
+    charge = d.paid_charge(app, client, shop)
+    before = _balance(client, shop)["available"]
+    _post(client, DESK, **_opening(charge["id"], "bank-8", amount="50,00"))
+    [case] = _cases(client, shop)
+    confirm = f"{DESK}/{case['id']}/confirm-amount"
+    too_much = _post(client, confirm, amount="999,99")
+    assert too_much.status_code == 303
+    assert "the charge less its refunds" in _text(client.get(DESK))
+    assert _balance(client, shop)["available"] == before
+    assert _post(client, confirm, amount="50,00").status_code == 303
+    assert "R$ 50,00 held from the merchant" in _text(client.get(DESK))
+    assert _balance(client, shop)["available"] == before - 5000
+    assert charges.get(client, shop.api_key, charge["id"]).get_json()["status"] == "disputed"
+    assert "amount differs" not in _row(_text(client.get(DESK)), case["id"])
+    _post(client, f"{DESK}/{case['id']}/decision", decision="rejected")
+    assert _case(client, shop, case["id"])["money_outcome"] == "lost"
+    assert _balance(client, shop)["available"] == before - 5000
+    again = _post(client, confirm, amount="50,00")
+    assert again.status_code == 303
+    assert _balance(client, shop)["available"] == before - 5000
 
 
 @pytest.mark.parametrize(

@@ -448,7 +448,7 @@ def test_upload_refusals_are_json_envelopes_the_script_can_show(
         return body["error"]["message"]
 
     wrong_type = {"file_name": "a.exe", "file_size": 10, "mime_type": "application/x-msdownload"}
-    assert "Evidence must be one of" in refused(
+    assert "mime_type is one of" in refused(
         _json(client, tickets, wrong_type, token), 400, "invalid_request"
     )
     too_big = {"file_name": "a.pdf", "file_size": 11 * 1024 * 1024, "mime_type": "application/pdf"}

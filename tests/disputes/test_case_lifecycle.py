@@ -9,8 +9,10 @@ import pytest
 import sqlalchemy as sa
 
 from app.cli import check_ledger
+from app.errors import ApiError
 from app.extensions import db
 from app.models import KeyMode, LedgerPosting
+from app.services import disputes
 from tests.support import charges, factories
 from tests.support import disputes as d
 from tests.support.payments import paid
@@ -113,13 +115,60 @@ def test_a_different_amount_flags_the_case_and_changes_nothing_else(app, client,
     assert available(client, shop) == before
     after = _charge(client, shop, charge["id"])
     assert after["status"] == "paid" and after["metadata"]["med"]["amountMismatch"] is True
-    assert d.case_row(app, case["id"]).amount_mismatch is True
+    row = d.case_row(app, case["id"])
+    assert (row.amount_mismatch, row.under_review, row.held_amount) == (True, True, 0)
     assert _postings(app, case["id"]) == []
 
-    decided = d.decide(client, shop.api_key, case["id"], "rejected")
-    assert decided.get_json()["money_outcome"] == "lost"
+    # Nothing was held, so nothing can be lost until operations confirm an amount.
+    accept = d.call(client, shop.api_key, "POST", f"/v1/med/cases/{case['id']}/accept")
+    assert accept.status_code == 400
+    assert accept.get_json()["error"]["code"] == "med_case_under_review"
+    for decision in ("rejected", "closed_without_refund"):
+        refused = d.decide(client, shop.api_key, case["id"], decision)
+        assert refused.get_json()["error"]["code"] == "med_case_under_review"
+    appeal = f"/v1/med/cases/{case['id']}/appeal"
+    assert (
+        d.call(client, shop.api_key, "POST", appeal, json={"reason": "Valor errado"}).status_code
+        == 200
+    )
+    decided = d.decide(client, shop.api_key, case["id"], "refunded_to_merchant")
+    assert decided.get_json()["money_outcome"] == "refunded_to_merchant"
     assert available(client, shop) == before and _postings(app, case["id"]) == []
     assert _charge(client, shop, charge["id"])["status"] == "paid"
+    _ledger_clean(app)
+
+
+def test_a_confirmed_amount_is_held_and_can_then_be_lost(app, client, shop, charge):
+    before = available(client, shop)
+    case = d.opened(client, shop, charge["id"], amount=d.AMOUNT - 100)
+    with app.app_context():
+        with pytest.raises(ApiError) as refused:
+            disputes.confirm_amount(case["id"], d.AMOUNT + 1, None)
+        assert refused.value.code == "invalid_amount"
+        db.session.rollback()
+        disputes.confirm_amount(case["id"], d.AMOUNT - 100, None)
+        db.session.commit()
+    assert available(client, shop) == before - (d.AMOUNT - 100)
+    assert _charge(client, shop, charge["id"])["status"] == "disputed"
+    accept = d.call(client, shop.api_key, "POST", f"/v1/med/cases/{case['id']}/accept")
+    assert accept.status_code == 200 and accept.get_json()["money_outcome"] == "lost"
+    assert _postings(app, case["id"]) == ["dispute_hold", "dispute_loss"]
+    assert available(client, shop) == before - (d.AMOUNT - 100)
+    _ledger_clean(app)
+
+
+def test_refunds_already_made_are_not_held_again(app, redis, client, shop):
+    payment = paid(app, redis, client, shop.api_key, amount=10_000)
+    release(app)
+    assert refund(client, shop.api_key, payment["id"], amount=6_000).status_code == 201
+    submit_and_poll(app, redis)
+    assert available(client, shop) == 4_000
+    case = d.opened(client, shop, payment["id"])  # the payer's bank claims all 10 000
+    assert case["amount"] == 10_000
+    assert d.case_row(app, case["id"]).held_amount == 4_000
+    assert available(client, shop) == 0
+    d.decide(client, shop.api_key, case["id"], "rejected")
+    assert available(client, shop) == 0  # 6 000 refunded + 4 000 lost: the payment, no more
     _ledger_clean(app)
 
 
@@ -139,6 +188,9 @@ def test_the_sandbox_channel_refuses_bad_reports_and_live_keys(app, client, shop
         ({"method": "magic"}, "method"),
         ({"amount": 0}, "amount"),
         ({"amount": "10"}, "amount"),
+        ({"amount": 10**20}, "amount"),
+        ({"external_id": "a" * 64 + "\n"}, "external_id"),
+        ({"external_id": "a" * 65}, "external_id"),
         ({"reason": "x" * 2001}, "reason"),
         ({"external_id": "has space"}, "external_id"),
         ({"response_deadline": "soon"}, "response_deadline"),
@@ -313,6 +365,18 @@ def test_a_refund_finished_during_the_dispute_makes_a_won_charge_refunded(app, r
     assert _charge(client, shop, payment["id"])["status"] == "refunded"
     assert available(client, shop) == 0
     _ledger_clean(app)
+
+
+@pytest.mark.parametrize("kind", ["dispute", "med", "fraud"])
+def test_a_card_dispute_returns_to_approved(app, redis, client, shop, kind):
+    payment = paid(app, redis, client, shop.api_key, method="CREDIT_CARD")
+    release(app)
+    case = d.opened(client, shop, payment["id"], type=kind)
+    status = client.get(f"/v1/payments/{payment['id']}", headers={"apikey": shop.api_key})
+    assert status.get_json()["status"] == "DISPUTE"
+    d.decide(client, shop.api_key, case["id"], "refunded_to_merchant")
+    status = client.get(f"/v1/payments/{payment['id']}", headers={"apikey": shop.api_key})
+    assert status.get_json()["status"] == "APPROVED"
 
 
 def test_a_card_chargeback_is_a_chargeback_and_returns_to_approved(app, redis, client, shop):

@@ -241,6 +241,9 @@ def test_api_credentials_are_not_needed_and_not_a_substitute(app, client, shop, 
         ({"file_name": "../etc/passwd"}, "file_name"),
         ({"file_name": "a\nb.pdf"}, "file_name"),
         ({"file_name": "x" * 256}, "file_name"),
+        ({"file_name": "\u202efdp.exe"}, "file_name"),
+        ({"file_name": "nf\u0085.pdf"}, "file_name"),
+        ({"file_name": "nf\u2028.pdf"}, "file_name"),
     ],
 )
 def test_ticket_input_errors_are_400(app, client, shop, case, body, param):
@@ -252,6 +255,23 @@ def test_ticket_input_errors_are_400(app, client, shop, case, body, param):
     error = response.get_json()["error"]
     params = {detail["param"] for detail in error.get("details") or []} | {error.get("param")}
     assert param in params
+
+
+def test_confirmed_evidence_cannot_be_replaced(app, client, shop, case, storage_root):
+    ticket = _ticket(client, shop, case)
+    d.put_file(client, ticket, PDF)
+    d.complete(client, shop.api_key, case["id"], ticket["id"])
+    forged = bytes(reversed(PDF))
+    _error(d.put_file(client, ticket, forged), 409, "already_uploaded")
+    (evidence,) = _listed(client, shop, case)
+    assert client.get(_target(evidence["view_url"])).data == PDF
+
+
+def test_a_non_ascii_file_name_is_kept(app, client, shop, case):
+    ticket = _ticket(client, shop, case, file_name="Nota fiscal nº 42 — São Paulo.pdf")
+    d.put_file(client, ticket, PDF)
+    body = d.complete(client, shop.api_key, case["id"], ticket["id"]).get_json()
+    assert body["file_name"] == "Nota fiscal nº 42 — São Paulo.pdf"
 
 
 def test_missing_ticket_fields_are_400(app, client, shop, case):

@@ -19,7 +19,7 @@ from app.storage import (
     check_backend_setting,
     evidence_storage,
 )
-from app.storage.local import LocalEvidenceStorage, signing_secret
+from app.storage.local import LocalEvidenceStorage, ObjectExists, signing_secret
 from app.storage.routes import register_storage
 from app.storage.signing import Grant
 
@@ -230,17 +230,25 @@ def test_a_chunked_body_without_content_length_is_refused(client, storage, root)
     assert _leftovers(root) == []
 
 
-def test_a_second_put_overwrites_atomically_and_a_failed_one_keeps_the_first(client, storage, root):
-    ticket, first = _upload(client, storage)
+def test_evidence_is_written_once_and_a_failed_put_stores_nothing(client, storage, root):
+    ticket = storage.upload_address(KEY, "image/png", len(PNG))
+    broken = _put_stream(client, ticket, PNG[:10])
+    assert broken.status_code == 400
+    assert not (root / KEY).exists()  # a failed upload can be retried with the same address
+    first = client.put(_target(ticket.url), data=PNG, headers=ticket.headers)
     assert first.status_code == 200
     replacement = bytes(reversed(PNG))
     again = client.put(_target(ticket.url), data=replacement, headers=ticket.headers)
-    assert again.status_code == 200
-    assert (root / KEY).read_bytes() == replacement
+    _error(again, 409, "already_uploaded")
+    assert (root / KEY).read_bytes() == PNG
+    assert _leftovers(root) == ["evidence/med_1/.ev_1.type", KEY]
 
-    broken = _put_stream(client, ticket, replacement[:10])
-    assert broken.status_code == 400
-    assert (root / KEY).read_bytes() == replacement
+
+def test_a_race_to_store_the_same_object_keeps_the_first(storage, root):
+    storage.save(KEY, "image/png", [PNG])
+    with pytest.raises(ObjectExists):
+        storage.save(KEY, "image/png", [bytes(reversed(PNG))])
+    assert (root / KEY).read_bytes() == PNG
     assert _leftovers(root) == ["evidence/med_1/.ev_1.type", KEY]
 
 

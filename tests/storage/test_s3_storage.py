@@ -25,6 +25,7 @@ import requests
 from flask import Flask
 
 from app import create_app
+from app.api.health import STORAGE_HEALTH
 from app.config import load_settings
 from app.storage import StorageUnavailable, check_backend_setting, evidence_storage
 from app.storage.routes import register_storage
@@ -568,12 +569,16 @@ def test_the_local_storage_routes_do_not_exist_under_s3(s3_app, client):
 
 
 def test_readyz_reports_the_evidence_storage(s3_app, client, fake_s3, redis):
+    s3_app.extensions.pop(STORAGE_HEALTH, None)
     response = client.get("/readyz")
     assert response.status_code == 200
     assert response.json["checks"]["evidence_storage"] == "ok"
 
     fake_s3.fail_with = 503
+    assert client.get("/readyz").json["checks"]["evidence_storage"] == "ok"  # checked < 30 s ago
+    s3_app.extensions.pop(STORAGE_HEALTH)
     response = client.get("/readyz")
+    s3_app.extensions.pop(STORAGE_HEALTH)  # leave no cached answer to later tests
     assert response.status_code == 200  # payments go on; evidence waits
     assert response.json == {
         "status": "degraded",

@@ -6,7 +6,7 @@ lock, check digits, limits) are the service's, so the dashboard form gets them t
 
 import marshmallow as ma
 
-from app.api.schemas.fields import DateTimeParam, QueryArgsSchema
+from app.api.schemas.fields import DateTimeParam, QueryArgsSchema, QueryInteger
 from app.formats.charges import PUBLIC_STATUSES, ChargeSchema
 from app.services.charges import (
     DEFAULT_LIST_LIMIT,
@@ -73,7 +73,7 @@ class PixChargeCreateSchema(ChargeCreateSchema):
 class ChargeQuerySchema(QueryArgsSchema):
     """List filters; anything else (`page`, `offset`, a typo) is refused, never ignored."""
 
-    limit = ma.fields.Integer(
+    limit = QueryInteger(
         load_default=DEFAULT_LIST_LIMIT, validate=ma.validate.Range(min=1, max=MAX_LIST_LIMIT)
     )
     starting_after = ma.fields.String(metadata={"description": "A ch_ id (cursor)."})

@@ -3,9 +3,10 @@ of the sandbox's dispute channel. Every unknown or malformed value is a 400, nev
 
 import marshmallow as ma
 
-from app.api.schemas.fields import DateBoundParam, QueryArgsSchema, UtcDateTime
+from app.api.schemas.fields import DateBoundParam, QueryArgsSchema, QueryInteger, UtcDateTime
 from app.formats.disputes import EvidenceSchema, MedCaseSchema
 from app.models import DisputeStatus, DisputeType
+from app.services.charges import MAX_AMOUNT
 from app.services.disputes import (
     DECISIONS,
     DEFAULT_LIST_LIMIT,
@@ -26,7 +27,7 @@ def _values(kind) -> list[str]:
 
 
 class CaseQuerySchema(QueryArgsSchema):
-    limit = ma.fields.Integer(
+    limit = QueryInteger(
         load_default=DEFAULT_LIST_LIMIT, validate=ma.validate.Range(min=1, max=MAX_LIST_LIMIT)
     )
     starting_after = ma.fields.String(
@@ -97,7 +98,7 @@ class SandboxDisputeSchema(ma.Schema):
     reason = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=MAX_REASON))
     amount = ma.fields.Integer(
         strict=True,
-        validate=ma.validate.Range(min=1),
+        validate=ma.validate.Range(min=1, max=MAX_AMOUNT),
         metadata={"description": "Defaults to the charge amount; another sets amountMismatch."},
     )
     response_deadline = UtcDateTime(

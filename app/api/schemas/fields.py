@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import marshmallow as ma
 
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DIGITS = re.compile(r"[0-9]{1,9}")
 
 
 class StrictBoolean(ma.fields.Boolean):
@@ -15,6 +16,16 @@ class StrictBoolean(ma.fields.Boolean):
         if not isinstance(value, bool):
             raise self.make_error("invalid", input=value)
         return value
+
+
+class QueryInteger(ma.fields.Integer):
+    """A whole number written in ASCII digits only: `int()` would also take " 10", "1_0"
+    or "٣", which a query string should refuse rather than guess at."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str) or not _DIGITS.fullmatch(value):
+            raise self.make_error("invalid", input=value)
+        return super()._deserialize(value, attr, data, **kwargs)
 
 
 class UtcDateTime(ma.fields.AwareDateTime):

@@ -4,7 +4,7 @@ rules between fields are the services', so the dashboard forms get them too."""
 
 import marshmallow as ma
 
-from app.api.schemas.fields import DateBoundParam, QueryArgsSchema, StrictBoolean
+from app.api.schemas.fields import DateBoundParam, QueryArgsSchema, QueryInteger, StrictBoolean
 from app.formats.payments import STATUSES, ListedPaymentSchema, RefundSchema
 from app.models import RefundStrategy
 from app.services.payment_stats import MAX_DAYS
@@ -84,8 +84,8 @@ class PaymentCreateSchema(ma.Schema):
 
 
 class PaymentQuerySchema(QueryArgsSchema):
-    page = ma.fields.Integer(load_default=1, validate=ma.validate.Range(min=1, max=MAX_PAGE))
-    limit = ma.fields.Integer(
+    page = QueryInteger(load_default=1, validate=ma.validate.Range(min=1, max=MAX_PAGE))
+    limit = QueryInteger(
         load_default=DEFAULT_PAGE_LIMIT, validate=ma.validate.Range(min=1, max=MAX_PAGE_LIMIT)
     )
     status = ma.fields.String(validate=ma.validate.OneOf(STATUSES))
@@ -107,7 +107,7 @@ class PaymentPageSchema(ma.Schema):
 
 
 class StatsQuerySchema(QueryArgsSchema):
-    days = ma.fields.Integer(
+    days = QueryInteger(
         load_default=7,
         validate=ma.validate.Range(min=1, max=MAX_DAYS),
         metadata={"description": "Business days in America/Sao_Paulo, today included."},

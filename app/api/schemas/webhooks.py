@@ -2,7 +2,7 @@
 
 import marshmallow as ma
 
-from app.api.schemas.fields import DateTimeParam, QueryArgsSchema
+from app.api.schemas.fields import DateTimeParam, QueryArgsSchema, QueryInteger
 from app.models import DeliveryStatus, EndpointStatus
 from app.services.event_catalog import DELIVERABLE_EVENTS
 
@@ -83,11 +83,11 @@ class DeliveryQuerySchema(QueryArgsSchema):
     status = ma.fields.String(validate=ma.validate.OneOf([s.value for s in DeliveryStatus]))
     eventType = ma.fields.String(validate=ma.validate.OneOf(sorted(DELIVERABLE_EVENTS)))
     endpointId = ma.fields.String(validate=ma.validate.Length(min=1, max=36))
-    limit = ma.fields.Integer(
+    limit = QueryInteger(
         load_default=DEFAULT_DELIVERY_LIMIT,
         validate=ma.validate.Range(min=1, max=MAX_DELIVERY_LIMIT),
     )
-    offset = ma.fields.Integer(load_default=0, validate=ma.validate.Range(min=0))
+    offset = QueryInteger(load_default=0, validate=ma.validate.Range(min=0))
 
 
 class DeliverySchema(ma.Schema):
