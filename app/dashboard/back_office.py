@@ -14,10 +14,10 @@ from flask.typing import ResponseReturnValue
 from flask_login import current_user
 
 from app.dashboard import bp
+from app.dashboard.actions import act_then_return
 from app.dashboard.forms import ConfirmForm, PayoutRejectionForm
 from app.dashboard.payouts import destination
 from app.dashboard.session import staff_required
-from app.errors import ApiError
 from app.extensions import db
 from app.formats import charges as charge_format
 from app.models import Transaction, Withdrawal
@@ -86,19 +86,14 @@ def reject_payout(payout_id: str) -> ResponseReturnValue:
 def _decided(decide: Callable[[], Withdrawal], outcome: str) -> ResponseReturnValue:
     """Commit a staff decision, or show why the service refused it (say, the merchant's
     balance no longer covers the payout, or someone decided it first) on the page."""
-    try:
-        payout = decide()
-    except ApiError as error:
-        db.session.rollback()
-        flash(error.message, "error")
-    else:
-        db.session.commit()
-        flash(
+    return act_then_return(
+        decide,
+        lambda payout: (
             f"The {money(payout.amount, payout.currency)} payout to {destination(payout)} "
-            f"{outcome}.",
-            "info",
-        )
-    return redirect(url_for("dashboard.back_office"), 303)
+            f"{outcome}."
+        ),
+        url_for("dashboard.back_office"),
+    )
 
 
 def _described(charge: Transaction) -> str:

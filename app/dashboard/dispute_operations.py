@@ -17,6 +17,7 @@ from flask.typing import ResponseReturnValue
 from flask_login import current_user
 
 from app.dashboard import bp
+from app.dashboard.actions import act_then_return
 from app.dashboard.forms import (
     DECISION_LABELS,
     BackOfficeDisputeForm,
@@ -129,15 +130,7 @@ def _acted(
 ) -> ResponseReturnValue:
     """Commit a staff action, or show why the service refused it (say, someone decided the
     case first) on the page."""
-    try:
-        case = act()
-    except ApiError as error:
-        db.session.rollback()
-        flash(error.message, "error")
-    else:
-        db.session.commit()
-        flash(outcome(case), "info")
-    return redirect(url_for("dashboard.dispute_operations"), 303)
+    return act_then_return(act, outcome, url_for("dashboard.dispute_operations"))
 
 
 def _notice(form: BackOfficeDisputeForm) -> DisputeNotice:

@@ -22,7 +22,6 @@ from flask import (
     flash,
     g,
     jsonify,
-    redirect,
     render_template,
     request,
     url_for,
@@ -31,13 +30,14 @@ from flask.typing import ResponseReturnValue
 from flask_login import current_user
 
 from app.dashboard import bp
+from app.dashboard.actions import act_then_return
 from app.dashboard.charges import MODES
 from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
 from app.dashboard.filters import QueryFilters, date_arg, day_start
 from app.dashboard.forms import AcceptDisputeForm, AppealForm
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.wallets import mode_arg
-from app.errors import ApiError, InvalidRequest, NotFound, error_envelope
+from app.errors import ApiError, InvalidRequest, error_envelope
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX
 from app.formats.disputes import (
@@ -375,17 +375,8 @@ def _answered(
 ) -> ResponseReturnValue:
     """Commit the merchant's answer, or show why the service refused it (say, the case was
     decided meanwhile) as a flash message; a case outside the account stays a 404."""
-    try:
-        case = answer()
-    except NotFound:
-        raise
-    except ApiError as error:
-        db.session.rollback()
-        flash(error.message, "error")
-    else:
-        db.session.commit()
-        flash(outcome(case), "info")
-    return redirect(url_for("dashboard.dispute_page", case_id=case_id, mode=mode), 303)
+    page = url_for("dashboard.dispute_page", case_id=case_id, mode=mode)
+    return act_then_return(answer, outcome, page, missing_is_404=True)
 
 
 def _export_rows(account_id: str, mode: KeyMode, query: CaseQuery) -> Iterator[tuple]:
