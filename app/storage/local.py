@@ -53,6 +53,13 @@ class LocalEvidenceStorage(EvidenceStorage):
         self.base_url = base_url.rstrip("/")
         self.clock = clock
 
+    @staticmethod
+    def create_default_directory(app: Flask) -> None:
+        """At start-up, create the default directory under the instance path; a configured
+        EVIDENCE_STORAGE_PATH must exist already (it is usually a mounted volume)."""
+        if not app.config.get("EVIDENCE_STORAGE_PATH"):
+            (Path(app.instance_path) / "evidence").mkdir(parents=True, exist_ok=True)
+
     @classmethod
     def from_app(cls, app: Flask) -> "LocalEvidenceStorage":
         root = app.config.get("EVIDENCE_STORAGE_PATH") or Path(app.instance_path) / "evidence"
@@ -102,8 +109,9 @@ class LocalEvidenceStorage(EvidenceStorage):
         return f"{parts.scheme}://{parts.netloc}"
 
     def healthy(self) -> bool:
+        """The directory exists and takes a file. It is never created here: a volume that
+        failed to mount must read as down, not fill the machine's own disk."""
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryFile(dir=self.root, prefix=".health-"):
                 pass
         except OSError:
@@ -149,6 +157,8 @@ class LocalEvidenceStorage(EvidenceStorage):
         StorageUnavailable."""
         path = self.path(key)
         try:
+            if not self.root.is_dir():
+                raise FileNotFoundError(self.root)
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
         except OSError as error:

@@ -69,6 +69,8 @@ class ContentTooLong(ContentLengthMismatch):
 
 def register_storage(app: Flask) -> None:
     check_backend_setting(app.config)
+    if app.config.get("EVIDENCE_STORAGE", "local") == "local":
+        LocalEvidenceStorage.create_default_directory(app)
     csrf.exempt(bp)  # the signed address is the credential; there is no session to protect
     app.register_blueprint(bp)
 

@@ -25,6 +25,7 @@ PDF = b"%PDF-1.7\n" + bytes(range(256)) * 2 + b"\n%%EOF"
 @pytest.fixture
 def shop(app, monkeypatch, tmp_path):
     """A fee-free test merchant whose evidence goes to this test's own storage directory."""
+    (tmp_path / "evidence").mkdir()
     monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(tmp_path / "evidence"))
     return merchant(app, monkeypatch)
 

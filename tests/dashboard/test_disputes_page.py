@@ -45,6 +45,7 @@ CSV_HEADER = [
 @pytest.fixture
 def shop(app, monkeypatch, tmp_path):
     """A fee-free test merchant whose evidence goes to this test's own storage directory."""
+    (tmp_path / "evidence").mkdir()
     monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(tmp_path / "evidence"))
     return merchant(app, monkeypatch)
 

@@ -28,6 +28,7 @@ def shop(app, monkeypatch):
 @pytest.fixture
 def storage_root(app, tmp_path, monkeypatch) -> Path:
     root = tmp_path / "evidence"
+    root.mkdir()
     monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(root))
     return root
 

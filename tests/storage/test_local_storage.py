@@ -31,6 +31,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 def root(app, tmp_path, monkeypatch):
     """A fresh storage directory for this test (under pytest's tmp_path, never the instance)."""
     path = tmp_path / "evidence"
+    path.mkdir()
     monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(path))
     return path
 
@@ -397,6 +398,20 @@ def test_the_default_directory_is_under_the_instance_path(app, monkeypatch):
     monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", "")
     with app.app_context():
         assert evidence_storage().root == Path(app.instance_path) / "evidence"
+
+
+def test_a_configured_directory_that_is_missing_is_down_and_never_created(
+    app, client, tmp_path, monkeypatch
+):
+    unmounted = tmp_path / "volume" / "evidence"
+    monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(unmounted))
+    with app.app_context():
+        storage = evidence_storage()
+    assert storage.healthy() is False
+    ticket = storage.upload_address(KEY, "image/png", len(PNG))
+    response = client.put(_target(ticket.url), data=PNG, headers=ticket.headers)
+    _error(response, 503, "service_unavailable")
+    assert not unmounted.exists()
 
 
 def test_a_writable_directory_is_healthy(storage, root):
