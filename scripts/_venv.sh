@@ -35,3 +35,14 @@ ensure_venv() {
     touch "$stamp"
   fi
 }
+
+# Browser tests drive Debian's Chromium; install it when missing and we may (root, apt-get).
+# Without it the browser tests skip and say why.
+ensure_browser() {
+  command -v chromium >/dev/null && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian's chromium for the browser tests..." >&2
+    { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } ||
+      echo "Could not install chromium; the browser tests will be skipped." >&2
+  fi
+}
