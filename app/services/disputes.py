@@ -2,12 +2,14 @@
 and the decision from the dispute channel, with the money each step moves.
 
 Money, one ledger posting per case and step (unique by kind and case id):
-- opening holds the disputed amount: available → retained (available may go negative);
+- opening holds the disputed amount, less what the merchant's refunds already returned:
+  available → retained (available may go negative);
 - `refunded_to_merchant` releases it: retained → available, and the charge is paid again;
 - `lost` (accepted, rejected) and `closed_without_refund` send it to the payer's bank:
   retained → provider clearing; the charge stays disputed.
 A case whose reported amount differs from the charge's holds nothing and changes no status:
-it is flagged (`amount_mismatch`) for the operations team, and its decision moves no money.
+it is flagged (`amount_mismatch`, `under_review`) for the operations team, and cannot be lost
+until staff confirm the amount to hold (`confirm_amount`).
 
 Events: `med_case.created` on opening, `med_case.updated` on every status change and when
 evidence is requested, `med.resolved` with the money outcome. Outcome notices can be switched
