@@ -5,10 +5,12 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from flask import Flask
+from markupsafe import Markup
 
 from app.errors import current_request_id
 
 DISPLAY_TIMEZONE = ZoneInfo("America/Sao_Paulo")
+ZONE_NAMED = "(America/Sao_Paulo)"
 CURRENCY_SYMBOLS = {"BRL": "R$", "EUR": "€", "USD": "US$"}
 
 
@@ -16,7 +18,18 @@ def local_datetime(value: datetime | None) -> str:
     """21/11/2026 20:59 (America/Sao_Paulo): merchants read times in Brasília time."""
     if value is None:
         return ""
-    return value.astimezone(DISPLAY_TIMEZONE).strftime("%d/%m/%Y %H:%M (America/Sao_Paulo)")
+    return value.astimezone(DISPLAY_TIMEZONE).strftime(f"%d/%m/%Y %H:%M {ZONE_NAMED}")
+
+
+def local_time_element(value: datetime | None) -> Markup:
+    """`local_datetime` for pages: a <time> with the exact instant for machines, and the zone
+    kept on one line (a narrow column wraps before it, never inside it)."""
+    if value is None:
+        return Markup("")
+    local = value.astimezone(DISPLAY_TIMEZONE)
+    return Markup('<time datetime="{}">{} <span class="zone">{}</span></time>').format(
+        local.isoformat(timespec="seconds"), local.strftime("%d/%m/%Y %H:%M"), ZONE_NAMED
+    )
 
 
 def money(amount: int | None, currency: str = "BRL") -> str:
@@ -31,7 +44,7 @@ def money(amount: int | None, currency: str = "BRL") -> str:
 
 
 def register_templating(app: Flask) -> None:
-    app.add_template_filter(local_datetime)
+    app.add_template_filter(local_time_element, "local_datetime")
     app.add_template_filter(money)
 
     @app.context_processor

@@ -9,9 +9,14 @@ document.addEventListener("click", function (event) {
     });
   }
 });
+// A button with data-confirm asks first, but only about a form that is complete: a missing
+// required field goes straight to the server, whose answer says what is missing.
 document.addEventListener("submit", function (event) {
   var button = event.submitter;
-  if (button && button.dataset.confirm && !window.confirm(button.dataset.confirm)) {
+  if (!button || !button.dataset.confirm || !event.target.checkValidity()) {
+    return;
+  }
+  if (!window.confirm(button.dataset.confirm)) {
     event.preventDefault();
   }
 });

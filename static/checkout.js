@@ -154,6 +154,32 @@
     }
   });
 
+  // The sandbox's Simulate payment buttons post in the background, so the payer's page
+  // turns paid the way a real payment shows up: by the status poll, without a reload. A
+  // failed request falls back to posting the form.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.hasAttribute("data-simulate") || !window.fetch || !window.FormData) {
+      return;
+    }
+    event.preventDefault();
+    var buttons = root.querySelectorAll("form[data-simulate] button");
+    for (var i = 0; i < buttons.length; i += 1) {
+      buttons[i].disabled = true;
+    }
+    window.fetch(form.action, { method: "POST", body: new FormData(form), credentials: "same-origin" })
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("simulate failed");
+        }
+        window.clearTimeout(pollTimer);
+        poll();
+      })
+      .catch(function () {
+        form.submit();
+      });
+  });
+
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden) {
       poll();

@@ -5,7 +5,7 @@ exists, so the layout never links to a page that is not built. `STAFF_NAV_ITEMS`
 to platform staff.
 """
 
-from flask import Blueprint, Flask, redirect, url_for
+from flask import Blueprint, Flask, g, redirect, url_for
 from flask_login import current_user
 
 from app.dashboard.session import current_membership
@@ -22,6 +22,7 @@ NAV_ITEMS = (
     ("dashboard.webhooks_page", "Webhooks"),
     ("dashboard.api_keys_page", "API keys"),
 )
+MODE_PAGES = frozenset(endpoint for endpoint, _ in NAV_ITEMS) - {"dashboard.api_keys_page"}
 STAFF_NAV_ITEMS = (
     ("dashboard.back_office", "Back-office"),
     ("dashboard.dispute_operations", "Dispute desk"),
@@ -32,6 +33,20 @@ def visible_nav_items() -> tuple:
     """Merchant pages for someone acting in an account, plus back-office for staff."""
     items = NAV_ITEMS if current_membership() else ()
     return items + (STAFF_NAV_ITEMS if current_user.is_staff else ())
+
+
+def page_mode() -> str | None:
+    """The mode (test or live) the page shows, when it shows one: the layout names it and
+    keeps it in the navigation's links, so moving between pages never switches mode."""
+    return g.get("dashboard_mode")
+
+
+def nav_mode_args(endpoint: str) -> dict:
+    """A live page's navigation links stay live; test is every page's default, so it is left
+    out of the address. API keys and staff pages show both modes and take none."""
+    if page_mode() == "live" and endpoint in MODE_PAGES:
+        return {"mode": "live"}
+    return {}
 
 
 def register_dashboard(app: Flask) -> None:
@@ -56,7 +71,12 @@ def register_dashboard(app: Flask) -> None:
 
     @app.context_processor
     def dashboard_globals():
-        return {"nav_items": visible_nav_items, "current_membership": current_membership}
+        return {
+            "nav_items": visible_nav_items,
+            "current_membership": current_membership,
+            "page_mode": page_mode,
+            "nav_mode_args": nav_mode_args,
+        }
 
     @app.get("/")
     def root():

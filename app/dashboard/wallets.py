@@ -62,10 +62,12 @@ def wallet_statement_csv() -> ResponseReturnValue:
 
 
 def mode_arg() -> str:
-    """`mode` from the query string, test unless asked (as on the charges page)."""
+    """`mode` from the query string, test unless asked (as on the charges page). The layout
+    shows it in the top bar and keeps it in the navigation's links."""
     mode = request.args.get("mode") or "test"
     if mode not in MODES:
         raise InvalidRequest("mode is test or live.", param="mode")
+    g.dashboard_mode = mode
     return mode
 
 

@@ -219,7 +219,10 @@ def test_date_filters_are_sao_paulo_days_both_included(app, redis, client, owner
     assert _rows(both) == [next_day, late]
     assert 'name="startDate" value="2026-11-19"' in both
     assert 'name="endDate" value="2026-11-20"' in both
-    assert "19/11/2026 23:30 (America/Sao_Paulo)" in both
+    assert (
+        '<time datetime="2026-11-19T23:30:00-03:00">19/11/2026 23:30 '
+        '<span class="zone">(America/Sao_Paulo)</span></time>'
+    ) in both
     assert _rows(_text(client.get(f"{PAGE}?startDate=2026-11-21"))) == []
 
 

@@ -14,7 +14,7 @@ from app.extensions import db
 from app.models import KeyMode, LedgerAccount, Role
 from app.services import ledger
 from app.services.ledger import Line
-from app.templating import local_datetime
+from app.templating import local_time_element
 from tests.support import factories
 from tests.support.charges import created, pay
 from tests.support.dashboard import sign_in
@@ -92,7 +92,7 @@ def test_next_release_shows_its_date_and_amount(app, client, merchant, monkeypat
     balance = client.get("/v1/wallets/balance", headers={"apikey": merchant.api_key}).json
     sign_in(client, merchant.member)
     text = _text(client.get(PAGE))
-    at = local_datetime(datetime.fromisoformat(balance["next_release_at"]))
+    at = local_time_element(datetime.fromisoformat(balance["next_release_at"]))
     assert f"R$ 50,00 on {at}" in text
     assert '<dt>Pending</dt><dd class="amount">R$ 50,00</dd>' in text
     assert '<dt>Total</dt><dd class="amount">R$ 1.050,00</dd>' in text
