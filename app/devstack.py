@@ -1,4 +1,5 @@
-"""Runs the whole service on one machine: migrations, demo seed, web, RQ worker and `rq cron`.
+"""Runs the whole service on one machine: migrations, demo seed, web, RQ worker and `rq cron`,
+plus a webhook receiver that prints what it is sent (`app.dev_receiver`).
 
 `python -m app.devstack` is what the README's run command starts. With DATABASE_URL and
 REDIS_URL unset it uses SQLite under instance/ and an embedded Redis-compatible server; with
@@ -41,7 +42,7 @@ def prepare_database() -> demo.DemoSeed:
     return seeded
 
 
-def child_commands(port: int) -> dict[str, list[str]]:
+def child_commands(port: int, receiver_port: int) -> dict[str, list[str]]:
     bin_dir = os.path.dirname(sys.executable)
     return {
         "web": [
@@ -56,6 +57,7 @@ def child_commands(port: int) -> dict[str, list[str]]:
         ],
         "worker": [sys.executable, "worker.py"],
         "cron": [os.path.join(bin_dir, "rq"), "cron", "app.cron", "--url", os.environ["REDIS_URL"]],
+        "receiver": [sys.executable, "-m", "app.dev_receiver", "--port", str(receiver_port)],
     }
 
 
@@ -93,6 +95,7 @@ def main() -> int:
     if not os.environ.get("SECRET_KEY"):
         os.environ["SECRET_KEY"] = local_secret()
     port = int(os.environ.get("PORT", "5000"))
+    receiver_port = int(os.environ.get("DEV_RECEIVER_PORT", str(port + 1)))
     os.environ.setdefault("PUBLIC_BASE_URL", f"http://127.0.0.1:{port}")
     embedded = None
     if not os.environ.get("REDIS_URL"):
@@ -101,7 +104,7 @@ def main() -> int:
     seeded = prepare_database()
     children = {
         name: subprocess.Popen(command, cwd=PROJECT_ROOT)  # noqa: S603 (our own executables)
-        for name, command in child_commands(port).items()
+        for name, command in child_commands(port, receiver_port).items()
     }
     print(
         "\n".join(
@@ -110,6 +113,8 @@ def main() -> int:
                 "Acme Pay is running (web, worker, cron). Ctrl-C stops everything.",
                 *seeded.summary_lines(),
                 f"  API docs:     {os.environ['PUBLIC_BASE_URL']}/v1/docs",
+                f"  Webhook receiver for trying endpoints: http://127.0.0.1:{receiver_port}/hooks"
+                " (prints each delivery here)",
                 f"  Redis:        {os.environ['REDIS_URL']}" + (" (embedded)" if embedded else ""),
                 "",
             ]

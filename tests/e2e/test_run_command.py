@@ -39,12 +39,13 @@ def _wait_for(predicate, timeout: float, what: str):
 
 @pytest.fixture
 def stack(tmp_path):
-    port, redis_port = _free_port(), _free_port()
+    port, redis_port, receiver_port = _free_port(), _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(
         INSTANCE_PATH=str(tmp_path / "instance"),
         PORT=str(port),
         EMBEDDED_REDIS_PORT=str(redis_port),
+        DEV_RECEIVER_PORT=str(receiver_port),
         WEB_CONCURRENCY="1",
     )
     log = (tmp_path / "stack.log").open("w+")
@@ -71,6 +72,7 @@ def stack(tmp_path):
         yield {
             "base": base,
             "output": output(),
+            "read_output": output,
             "redis": f"redis://127.0.0.1:{redis_port}/0",
             "process": process,
         }
@@ -116,6 +118,7 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
     assert "Sign in" in requests.get(f"{stack['base']}/dashboard/login", timeout=5).text
 
     _charge_is_created_checked_out_and_paid(stack["base"], test_key)
+    _the_printed_receiver_prints_deliveries(stack, test_key)
     _payment_is_finalised_by_the_worker(stack["base"], test_key)
 
     redis = Redis.from_url(stack["redis"])
@@ -126,6 +129,35 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
     stack["process"].send_signal(signal.SIGINT)
     assert stack["process"].wait(timeout=30) == 0
     assert not _get(f"{stack['base']}/healthz")
+
+
+def _the_printed_receiver_prints_deliveries(stack, test_key: str) -> None:
+    """The receiver the run command prints, added as an endpoint, gets the signed deliveries
+    and prints one line each."""
+    receiver_url = re.search(r"Webhook receiver for trying endpoints: (\S+)", stack["output"])[1]
+    headers = {"apikey": test_key}
+    endpoint = requests.post(
+        f"{stack['base']}/v1/webhooks/endpoints",
+        json={"url": receiver_url, "events": ["charge.created"]},
+        headers=headers,
+        timeout=10,
+    )
+    assert endpoint.status_code == 201, endpoint.text
+    charge = requests.post(
+        f"{stack['base']}/v1/charges",
+        json={"amount": 1000, "payment_method": "pix"},
+        headers={**headers, "Idempotency-Key": "e2e-charge-receiver"},
+        timeout=10,
+    ).json()
+    printed = "[receiver] POST /hooks charge.created evt_"
+    line = _wait_for(
+        lambda: next(
+            (x for x in stack["read_output"]().splitlines() if x.startswith(printed)), None
+        ),
+        30,
+        "the printed receiver to get the delivery",
+    )
+    assert f" for {charge['id']} (X-Acme-Signature: t=" in line
 
 
 def _payment_is_finalised_by_the_worker(base: str, test_key: str) -> None:
