@@ -1,33 +1,62 @@
-"""The page a member lands on after signing in, with a warning when webhook deliveries to one
-of the account's endpoints keep failing, and the disputes still waiting for a decision, the
-most urgent response deadline first (in either mode)."""
+"""The page a member lands on after signing in: for the mode shown (`?mode=test|live`),
+balances, upcoming releases, today's payments, the daily paid volume of the last 30 days and
+the payouts waiting for approval; for both modes, the webhook endpoints whose deliveries
+keep failing and the disputes still waiting for an answer, the most urgent deadline first.
 
-from flask import render_template
+Figures come from the services behind the API and the other pages (`wallets`,
+`payment_stats` through `services.overview`), so the overview never disagrees with them.
+"""
+
+from flask import g, render_template
+from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
 from app.dashboard.charges import MODES
+from app.dashboard.payments import VolumeChart
 from app.dashboard.session import current_membership, member_required
-from app.services import api_keys, disputes, webhooks
+from app.dashboard.wallets import mode_arg
+from app.models.base import utcnow
+from app.services import api_keys, disputes, wallets, webhooks
+from app.services import overview as overview_figures
+from app.services.wallets import PRIMARY_CURRENCY
 
 
 @bp.get("/")
 @member_required
-def overview():
-    membership = current_membership()
-    keys = api_keys.list_keys(membership.account_id)
+def overview() -> ResponseReturnValue:
+    """The mode's money and payments at a glance, then what needs an answer."""
+    mode = mode_arg()
+    account_id, key_mode, now = g.account_id, MODES[mode], utcnow()
+    keys = api_keys.list_keys(account_id)
     return render_template(
         "dashboard/overview.html",
-        membership=membership,
+        membership=current_membership(),
+        mode=mode,
+        balances=wallets.balances(account_id, key_mode),
+        upcoming_releases=overview_figures.upcoming_releases(account_id, key_mode),
+        today=overview_figures.payments_today(account_id, key_mode, now),
+        charts=_charts(overview_figures.daily_volume(account_id, key_mode, now)),
+        chart_days=overview_figures.CHART_DAYS,
+        pending_payouts=overview_figures.pending_payouts(account_id, key_mode),
+        primary_currency=PRIMARY_CURRENCY,
         live_keys=sum(1 for k in keys if k.mode == "live"),
         test_keys=sum(1 for k in keys if k.mode == "test"),
         failing_webhooks={
             name: count
-            for name, mode in MODES.items()
-            if (count := len(webhooks.failing_endpoints(membership.account_id, mode)))
+            for name, each_mode in MODES.items()
+            if (count := len(webhooks.failing_endpoints(account_id, each_mode)))
         },
         open_disputes=[
             (name, case)
-            for name, mode in MODES.items()
-            for case in disputes.open_cases_by_deadline(membership.account_id, mode)
+            for name, each_mode in MODES.items()
+            for case in disputes.open_cases_by_deadline(account_id, each_mode)
         ],
     )
+
+
+def _charts(daily: list[dict]) -> list[VolumeChart]:
+    """One chart per currency paid in these days, the primary currency first; none at all
+    when nothing was paid (the page says what to do instead)."""
+    paid = {code for point in daily for code in point["currencies"]}
+    ordered = sorted(paid, key=lambda code: (code != PRIMARY_CURRENCY, code))
+    return [VolumeChart.build(code, daily) for code in ordered]

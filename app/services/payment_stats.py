@@ -59,6 +59,12 @@ def stats_window(days: int, now: datetime) -> StatsWindow:
         first_day -= timedelta(days=1)
         if is_business_day(first_day):
             counted += 1
+    return calendar_window(first_day, now)
+
+
+def calendar_window(first_day: date, now: datetime) -> StatsWindow:
+    """From 00:00 São Paulo of `first_day` (any calendar day) through `now`."""
+    today = now.astimezone(SAO_PAULO).date()
     return StatsWindow(
         first_day=first_day,
         today=today,
@@ -114,7 +120,7 @@ def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | Non
             for currency, _, _, today_volume, today_paid in by_currency
             if today_paid
         },
-        "dailyVolume": _daily_volume(account_id, mode, window),
+        "dailyVolume": daily_volume(account_id, mode, window),
         "methodBreakdown": [
             {"method": method, "currency": code, "volume": volume, "count": count}
             for method, code, volume, count in by_method
@@ -201,7 +207,7 @@ def payment_metrics(
     }
 
 
-def _daily_volume(account_id: str, mode: KeyMode, window: StatsWindow) -> list[dict]:
+def daily_volume(account_id: str, mode: KeyMode, window: StatsWindow) -> list[dict]:
     """Paid volume per São Paulo day and currency, one point per day (empty days too),
     oldest first, for the last `DAILY_POINTS` days of the window at most."""
     first_day = max(window.first_day, window.today - timedelta(days=DAILY_POINTS - 1))

@@ -803,7 +803,7 @@ def test_stats_render_totals_and_an_svg_bar_per_day(app, redis, client, owner, a
     assert re.search(r'<text class="tick"[^>]*>R\$ 300,00</text>', svg)  # the y axis
     assert "Day (America/Sao_Paulo)" in svg
 
-    table = re.search(r'<table class="visually-hidden">.*?</table>', text, re.S).group(0)
+    table = re.search(r'<details class="chart-figures">.*?</details>', text, re.S).group(0)
     assert len(re.findall(r'<tr><th scope="row">', table)) == len(api["dailyVolume"])
     assert "<script" not in text.split("<main", 1)[1]
 

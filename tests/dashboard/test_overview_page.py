@@ -1,0 +1,314 @@
+"""The overview: today's payments and the 30-day paid volume chart by São Paulo calendar day,
+the balances, the upcoming releases and the pending payouts of the mode asked for; empty
+states that say what to do next; never another account's figures."""
+
+import html
+import re
+import uuid
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from app.extensions import db
+from app.models import (
+    KeyMode,
+    LedgerAccount,
+    Origin,
+    SettlementRelease,
+    Transaction,
+    TransactionStatus,
+    Withdrawal,
+    WithdrawalStatus,
+    WithdrawalType,
+)
+from app.services import ledger
+from app.services.business_days import SAO_PAULO
+from app.services.ledger import Line
+from tests.support import factories
+from tests.support import payouts as payout_calls
+from tests.support.charges import created, pay
+from tests.support.dashboard import sign_in
+from tests.support.payouts import funded_merchant
+
+PAGE = "/dashboard/"
+NOW = datetime(2026, 11, 23, 13, 0, tzinfo=UTC)  # 10:00 in São Paulo, Monday 23/11/2026
+S = TransactionStatus
+DAY_ROW = re.compile(r'<tr><th scope="row">(\d\d/\d\d/\d{4})</th><td class="amount">([^<]+)</td>')
+
+
+@pytest.fixture
+def frozen(monkeypatch):
+    """The page's clock at `NOW`, so its 'today' and its 30 days are known."""
+    monkeypatch.setattr("app.dashboard.overview.utcnow", lambda: NOW)
+
+
+def _text(response) -> str:
+    assert response.status_code == 200
+    return html.unescape(response.get_data(as_text=True))
+
+
+def _section(page: str, heading_id: str) -> str:
+    """The page from one section's heading to the next section's."""
+    start = page.index(f'id="{heading_id}"')
+    return page[start : page.find("<h2", start)]
+
+
+def _payment(
+    app,
+    account_id: str,
+    created_at: datetime,
+    amount: int,
+    status: TransactionStatus = S.PAID,
+    mode: KeyMode = KeyMode.TEST,
+    currency: str = "BRL",
+) -> None:
+    """A transaction row as the services leave it; paid a minute after its creation."""
+    paid = status == S.PAID
+    with app.app_context():
+        db.session.add(
+            Transaction(
+                account_id=account_id,
+                mode=mode,
+                origin=Origin.PAYMENTS,
+                status=status,
+                amount=amount,
+                currency=currency,
+                payment_methods=["PIX"],
+                paid_with="PIX" if paid else None,
+                created_at=created_at,
+                finalised_at=created_at,
+                paid_at=created_at + timedelta(minutes=1) if paid else None,
+            )
+        )
+        db.session.commit()
+
+
+def _credit(app, account_id: str, amount: int, mode=KeyMode.TEST, balance=LedgerAccount.AVAILABLE):
+    """Money booked to a wallet balance, as the settlement and release postings do."""
+    with app.app_context():
+        ledger.post(
+            account_id=account_id,
+            mode=mode,
+            currency="BRL",
+            kind="charge_settlement",
+            reference_id=uuid.uuid4().hex,
+            description=f"Credit of {amount}",
+            lines=[Line(balance, amount), Line(LedgerAccount.PROVIDER_CLEARING, -amount)],
+        )
+        db.session.commit()
+
+
+def _pending_release(app, account_id: str, amount: int, release_at: datetime, mode=KeyMode.TEST):
+    _credit(app, account_id, amount, mode, LedgerAccount.PENDING)
+    with app.app_context():
+        db.session.add(
+            SettlementRelease(
+                wallet_id=ledger.locked_wallet(account_id, mode, "BRL").id,
+                reference_id=uuid.uuid4().hex,
+                amount=amount,
+                release_at=release_at,
+            )
+        )
+        db.session.commit()
+
+
+def _payout(app, account_id: str, amount: int, mode=KeyMode.TEST, status=WithdrawalStatus.PENDING):
+    with app.app_context():
+        db.session.add(
+            Withdrawal(
+                account_id=account_id,
+                mode=mode,
+                status=status,
+                type=WithdrawalType.PIX,
+                amount=amount,
+                fee=0,
+                currency="BRL",
+                pix_key="ana@example.com",
+                pix_key_type="EMAIL",
+            )
+        )
+        db.session.commit()
+
+
+def _sao_paulo(day: date, hour: int, minute: int = 0) -> datetime:
+    return datetime(day.year, day.month, day.day, hour, minute, tzinfo=SAO_PAULO).astimezone(UTC)
+
+
+def test_todays_figures_and_the_daily_chart_count_sao_paulo_days(app, client, owner, frozen):
+    account = owner.account_id
+    today, yesterday = date(2026, 11, 23), date(2026, 11, 22)
+    first_day = date(2026, 10, 25)  # the 30th day back, today included
+    assert _sao_paulo(today, 0) == datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
+    _payment(app, account, _sao_paulo(today, 0), 123_456)  # 03:00 UTC: today's first minute
+    _payment(app, account, _sao_paulo(today, 9), 10_000)
+    _payment(app, account, _sao_paulo(today, 8), 5_000, S.REFUSED)
+    _payment(app, account, _sao_paulo(today, 9, 30), 7_000, S.WAITING_PAYMENT)
+    _payment(app, account, _sao_paulo(yesterday, 23, 59), 30_000)  # 02:59 UTC on the 23rd
+    _payment(app, account, _sao_paulo(date(2026, 11, 10), 12), 20_000)
+    _payment(app, account, _sao_paulo(first_day, 0), 1_000)
+    _payment(app, account, _sao_paulo(first_day, 0) - timedelta(minutes=1), 99_900)  # too old
+    sign_in(client, owner)
+
+    page = _text(client.get(PAGE))
+
+    today_card = _section(page, "today")
+    assert "23/11/2026" in today_card
+    paid_volume = re.search(r"<dt>Paid volume</dt>\s*<dd class=\"figure\">(.*?)</dd>", today_card)
+    assert paid_volume.group(1) == '<span class="amount">R$ 1.334,56</span>'
+    assert '<dt>Paid payments</dt><dd class="figure">2</dd>' in today_card
+    assert '<dt>Payments created</dt><dd class="figure">4</dd>' in today_card
+    assert '<dt>Failed</dt><dd class="figure">1</dd>' in today_card
+
+    chart = _section(page, "daily-volume")
+    days = dict(DAY_ROW.findall(chart))
+    assert len(days) == 30
+    charted = list(days)
+    assert (charted[0], charted[-1]) == ("25/10/2026", "23/11/2026")
+    sales = {
+        "23/11/2026": "R$ 1.334,56",
+        "22/11/2026": "R$ 300,00",
+        "10/11/2026": "R$ 200,00",
+        "25/10/2026": "R$ 10,00",
+    }
+    assert {day: volume for day, volume in days.items() if volume != "R$ 0,00"} == sales
+    assert "24/10/2026" not in chart and "R$ 999,00" not in chart
+    assert '<svg class="volume-chart"' in chart and 'role="img"' in chart
+    assert (
+        '<title id="chart-BRL-title">Daily paid volume in BRL, 25/10/2026 to 23/11/2026</title>'
+        in chart
+    )
+    assert 'aria-labelledby="chart-BRL-title chart-BRL-desc"' in chart
+    assert "Total R$ 1.844,56." in chart
+    heights = [int(h) for h in re.findall(r'<rect [^>]*height="(\d+)"', chart)]
+    assert len(heights) == 30 and heights.count(0) == 26
+    assert heights[-1] == max(heights) and all(heights[i] > 0 for i in (0, 16, 28, 29))
+    assert "<title>22/11/2026: R$ 300,00</title>" in chart
+
+
+def test_a_chart_per_currency_paid_the_primary_first(app, client, owner, frozen):
+    _payment(app, owner.account_id, NOW - timedelta(hours=1), 4_200, currency="USD")
+    _payment(app, owner.account_id, NOW - timedelta(days=2), 1_500)
+    sign_in(client, owner)
+    page = _text(client.get(PAGE))
+    assert page.index('id="chart-BRL-title"') < page.index('id="chart-USD-title"')
+    assert "US$ 42,00" in _section(page, "today") and "R$ 0,00" not in _section(page, "today")
+
+
+def test_balances_releases_and_pending_payouts_of_a_merchant(app, client, monkeypatch):
+    merchant = funded_merchant(app, client, monkeypatch)  # R$ 1.000,00 available
+    monkeypatch.setitem(app.config, "SETTLEMENT_HOLD", "D+1")
+    pay(client, merchant.api_key, created(client, merchant.api_key, amount=25_000)["id"])
+    for amount in (10_000, 5_000):
+        assert payout_calls.request(client, merchant, amount=amount).status_code == 201
+    sign_in(client, merchant.member)
+
+    page = _text(client.get(PAGE))
+
+    balances = _section(page, "balances")
+    assert '<dt>Available</dt><dd class="amount figure">R$ 1.000,00</dd>' in balances
+    assert '<dt>Pending</dt><dd class="amount">R$ 250,00</dd>' in balances
+    assert '<dt>Retained</dt><dd class="amount">R$ 0,00</dd>' in balances
+    with app.app_context():
+        release_at = db.session.scalar(sa.select(SettlementRelease.release_at))
+    releases = _section(page, "upcoming-releases")
+    assert release_at.astimezone(SAO_PAULO).strftime("%d/%m/%Y %H:%M") in releases
+    assert "R$ 250,00" in releases
+    payouts = _section(page, "pending-payouts")
+    assert '2 payouts · <span class="amount">R$ 150,00</span>' in payouts
+    link = "/dashboard/payouts?mode=test&status=PENDING"
+    assert f'<a href="{link}">Review pending test payouts</a>' in payouts
+    listed = _text(client.get(link))
+    assert listed.count("R$ 100,00") >= 1 and listed.count("R$ 50,00") >= 1
+    assert 'Paid payments</dt><dd class="figure">2</dd>' in page  # funded charge and this one
+
+
+def test_the_next_releases_soonest_first(app, client, owner):
+    soon = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+    for day in range(6, 0, -1):
+        _pending_release(app, owner.account_id, 1_000 * day, soon + timedelta(days=day - 1))
+    _pending_release(app, owner.account_id, 50, soon)  # due at the same moment: added up
+    sign_in(client, owner)
+    releases = _section(_text(client.get(PAGE)), "upcoming-releases")
+    amounts = re.findall(r'<td class="amount">([^<]+)</td>', releases)
+    assert amounts == ["R$ 10,50", "R$ 20,00", "R$ 30,00", "R$ 40,00", "R$ 50,00"]
+    assert releases.index("01/12/2026 00:00") < releases.index("02/12/2026 00:00")
+
+
+def test_test_and_live_figures_stay_apart(app, client, owner, frozen):
+    account = owner.account_id
+    _payment(app, account, NOW - timedelta(hours=1), 1_111)
+    _payment(app, account, NOW - timedelta(hours=1), 77_777, mode=KeyMode.LIVE)
+    _credit(app, account, 2_222)
+    _credit(app, account, 500_000, KeyMode.LIVE)
+    _pending_release(app, account, 3_333, NOW + timedelta(days=1))
+    _pending_release(app, account, 44_444, NOW + timedelta(days=2), KeyMode.LIVE)
+    _payout(app, account, 555)
+    _payout(app, account, 66_666, KeyMode.LIVE)
+    sign_in(client, owner)
+
+    test_page = _text(client.get(PAGE))
+    assert 'href="/dashboard/?mode=test" aria-current="page">Test mode</a>' in test_page
+    for figure in ("R$ 11,11", "R$ 22,22", "R$ 33,33", "R$ 5,55"):
+        assert figure in test_page
+    for figure in ("R$ 777,77", "R$ 5.000,00", "R$ 444,44", "R$ 666,66"):
+        assert figure not in test_page
+
+    live_page = _text(client.get(f"{PAGE}?mode=live"))
+    assert 'href="/dashboard/?mode=live" aria-current="page">Live mode</a>' in live_page
+    for figure in ("R$ 777,77", "R$ 5.000,00", "R$ 444,44", "R$ 666,66"):
+        assert figure in live_page
+    for figure in ("R$ 11,11", "R$ 22,22", "R$ 33,33", "R$ 5,55"):
+        assert figure not in live_page
+    assert '<a href="/dashboard/payouts?mode=live&status=PENDING">' in live_page
+    assert client.get(f"{PAGE}?mode=prod").status_code == 400
+
+
+def test_an_empty_account_says_what_to_do_next(client, owner):
+    sign_in(client, owner)
+    page = _text(client.get(PAGE))
+    assert "<svg" not in page
+    assert "No test payments paid in the last 30 days." in page
+    assert 'href="/dashboard/payments?mode=test#new-test-payment">test payment</a>' in page
+    assert 'href="/dashboard/payments?mode=test#new-test-charge">test Pix charge</a>' in page
+    assert '<a href="/v1/docs">API documentation</a>' in page
+    assert '<dt>Available</dt><dd class="amount figure">R$ 0,00</dd>' in page
+    assert '<dt>Payments created</dt><dd class="figure">0</dd>' in page
+    assert "Nothing waiting for release." in page
+    assert "No test payouts waiting for approval." in page
+    assert '<a href="/dashboard/payouts?mode=test#new-payout">Request a payout</a>' in page
+    assert "0 live · 0 test" in page and "Your role" not in page
+
+    live = _text(client.get(f"{PAGE}?mode=live"))
+    assert "No live payments paid in the last 30 days." in live
+    assert '<a href="/dashboard/api-keys">live API key</a>' in live
+
+
+def test_another_accounts_figures_never_show(app, client, owner, frozen):
+    stranger = factories.make_account(app, "Alheia")
+    _payment(app, stranger, NOW - timedelta(hours=1), 88_888)
+    _payment(app, stranger, NOW - timedelta(hours=2), 1_234, S.REFUSED)
+    _credit(app, stranger, 99_999)
+    _pending_release(app, stranger, 12_121, NOW + timedelta(days=1))
+    _payout(app, stranger, 34_343)
+    _payment(app, owner.account_id, NOW - timedelta(hours=1), 100)
+    sign_in(client, owner)
+
+    page = _text(client.get(PAGE))
+    for figure in ("R$ 888,88", "R$ 12,34", "R$ 999,99", "R$ 121,21", "R$ 343,43"):
+        assert figure not in page
+    assert '<dt>Payments created</dt><dd class="figure">1</dd>' in page
+    assert '<dt>Failed</dt><dd class="figure">0</dd>' in page
+    assert "Nothing waiting for release." in page
+    assert "No test payouts waiting for approval." in page
+
+
+def test_the_page_keeps_to_the_content_security_policy(app, client, owner, frozen):
+    _payment(app, owner.account_id, NOW - timedelta(hours=1), 100)
+    sign_in(client, owner)
+    response = client.get(PAGE)
+    page = response.get_data(as_text=True)
+    assert "style-src 'self'" in response.headers["Content-Security-Policy"]
+    assert not re.search(r"<style|\sstyle=|<script(?![^>]*\ssrc=)", page)
+    assert '<link rel="stylesheet" href="/static/overview.css">' in page
+    assert client.get("/static/overview.css").status_code == 200
