@@ -1,6 +1,7 @@
 """Acme Pay: the application factory reads as a table of contents of the service."""
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.config import PROJECT_ROOT, instance_path, load_settings, validate_settings
 
@@ -16,6 +17,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.config.update(config or {})
     validate_settings(app.config)
     app.json.sort_keys = False
+    trust_proxies(app)
 
     register_logging(app)
     register_extensions(app)
@@ -23,6 +25,16 @@ def create_app(config: dict | None = None) -> Flask:
     register_errorhandlers(app)
     register_commands(app)
     return app
+
+
+def trust_proxies(app: Flask) -> None:
+    """Behind TRUSTED_PROXY_HOPS proxies, the client's address and scheme are the ones they
+    forward (X-Forwarded-For, -Proto, -Host), not the last proxy's; sign-in throttling and the
+    logs count clients, not the load balancer. With none, forwarded headers are ignored, so a
+    client cannot choose its own address."""
+    hops = app.config["TRUSTED_PROXY_HOPS"]
+    if hops:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
 
 
 def register_logging(app: Flask) -> None:

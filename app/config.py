@@ -87,6 +87,10 @@ def load_settings() -> dict:
         "SECRET_KEY": secret_key,
         "JWT_SECRET": os.environ.get("JWT_SECRET", secret_key),
         "JWT_LIFETIME_SECONDS": _env_int("JWT_LIFETIME_SECONDS", 3600),
+        "LOGIN_MAX_FAILURES": _env_int("LOGIN_MAX_FAILURES", 5),
+        "LOGIN_MAX_FAILURES_PER_IP": _env_int("LOGIN_MAX_FAILURES_PER_IP", 20),
+        "LOGIN_FAILURE_WINDOW_SECONDS": _env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900),
+        "TRUSTED_PROXY_HOPS": _env_int("TRUSTED_PROXY_HOPS", 0),
         "SQLALCHEMY_DATABASE_URI": database_url,
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options(database_url),
         "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
@@ -181,6 +185,14 @@ def validate_settings(config: dict) -> None:
         raise RuntimeError(
             f"IDEMPOTENCY_KEY_TTL_HOURS must be at least {MIN_IDEMPOTENCY_KEY_TTL_HOURS}."
         )
+    if config["LOGIN_MAX_FAILURES"] < 1 or config["LOGIN_FAILURE_WINDOW_SECONDS"] < 1:
+        raise RuntimeError(
+            "LOGIN_MAX_FAILURES and LOGIN_FAILURE_WINDOW_SECONDS must be at least 1."
+        )
+    if config["TRUSTED_PROXY_HOPS"] < 0:
+        raise RuntimeError("TRUSTED_PROXY_HOPS must be 0 (no proxy in front) or more.")
+    if config["LOGIN_MAX_FAILURES_PER_IP"] < 0:
+        raise RuntimeError("LOGIN_MAX_FAILURES_PER_IP must be 0 (no limit per address) or more.")
 
 
 def validate_fee_schedule(schedule: dict) -> None:

@@ -79,6 +79,17 @@ class Unprocessable(ApiError):
     message = "The request cannot be processed."
 
 
+class RateLimited(ApiError):
+    """Too many requests; `retry_after` (seconds) is sent as the `Retry-After` header."""
+
+    status, type, code = 429, "rate_limit_error", "rate_limited"
+    message = "Too many requests; retry later."
+
+    def __init__(self, message: str | None = None, *, retry_after: int, **kwargs):
+        super().__init__(message, **kwargs)
+        self.headers["Retry-After"] = str(retry_after)
+
+
 class ServiceUnavailable(ApiError):
     status, type, code = 503, "api_error", "service_unavailable"
     message = "A service this request depends on is unavailable; retry later."

@@ -1,13 +1,13 @@
 """Dashboard login and logout over the API: a JWT for `/v1/api-keys*` and `/v1/withdrawals*`."""
 
-from flask import g
+from flask import g, request
 from flask.views import MethodView
 
 from app.api.schemas.auth import LoginSchema, TokenSchema
 from app.api.security import JWT_SECURITY, require_jwt
 from app.extensions import Blueprint, db
 from app.models.base import utcnow
-from app.services import auth
+from app.services import auth, login_throttle
 
 blp = Blueprint("auth", __name__, url_prefix="/v1/auth", description="Dashboard sessions (JWT)")
 
@@ -16,11 +16,15 @@ blp = Blueprint("auth", __name__, url_prefix="/v1/auth", description="Dashboard 
 class Login(MethodView):
     @blp.arguments(LoginSchema)
     @blp.response(200, TokenSchema)
-    @blp.errors(401)
+    @blp.errors(401, 429)
     def post(self, data):
         """Exchange e-mail and password for a JWT scoped to one account (or, for platform
-        staff without an account, a staff token for the admin routes)."""
-        issued = auth.login(data["email"], data["password"], data["accountId"])
+        staff without an account, a staff token for the admin routes).
+
+        After repeated failures for the e-mail or from the address, attempts are refused with
+        429 `rate_limited` and `Retry-After` (seconds) without checking the password."""
+        with login_throttle.guard(data["email"], request.remote_addr):
+            issued = auth.login(data["email"], data["password"], data["accountId"])
         db.session.commit()  # keeps a password hash upgraded at login
         membership = issued.membership
         return {

@@ -6,9 +6,9 @@ from flask_login import current_user, login_required
 from app.dashboard import bp
 from app.dashboard.forms import AccountSwitchForm, LoginForm
 from app.dashboard.session import ACCOUNT_SESSION_KEY, end_session, start_session
-from app.errors import Unauthorized
+from app.errors import RateLimited, Unauthorized
 from app.extensions import db
-from app.services import accounts
+from app.services import accounts, login_throttle
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -18,7 +18,11 @@ def login():
     form = LoginForm()
     if form.validate_on_submit():
         try:
-            user = accounts.authenticate(form.email.data, form.password.data)
+            with login_throttle.guard(form.email.data, request.remote_addr):
+                user = accounts.authenticate(form.email.data, form.password.data)
+        except RateLimited as refusal:
+            flash(refusal.message, "error")
+            return render_template("dashboard/login.html", form=form), 429, refusal.headers
         except Unauthorized:
             flash("Invalid e-mail or password.", "error")
             return render_template("dashboard/login.html", form=form), 401
