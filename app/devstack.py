@@ -92,6 +92,9 @@ def supervise(children: dict[str, subprocess.Popen]) -> int:
 def main() -> int:
     load_env_file()
     os.environ.setdefault("APP_ENV", "development")
+    # A paid test charge becomes available for a payout within minutes, not the next business
+    # day, so the whole flow can be tried in one sitting.
+    os.environ.setdefault("SETTLEMENT_HOLD", "60s")
     if not os.environ.get("SECRET_KEY"):
         os.environ["SECRET_KEY"] = local_secret()
     port = int(os.environ.get("PORT", "5000"))
