@@ -1,10 +1,13 @@
-"""Payouts in the dashboard: the list with its filters, the Pix payout request form, and
-cancelling a request while it is still PENDING.
+"""Payouts in the dashboard: the list with its filters and CSV export, the Pix payout request
+form, and cancelling a request while it is still PENDING.
 
 Every read and write goes through `app.services.payouts`, the functions behind
 `/v1/withdrawals`, so the rules live in one place: a MEMBER who posts the request form by
 hand is refused by the service exactly like an API call. Filters live in the query string so
-a reload or a shared link shows the same page.
+a reload, a shared link or the export shows the same payouts.
+
+The fee is added on top: approval debits amount + fee from the wallet and the recipient gets
+the amount, so the list shows that debit, never the API's `netAmount` (amount - fee).
 """
 
 import math
@@ -15,6 +18,7 @@ from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
 from app.dashboard.charges import MODES
+from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
 from app.dashboard.filters import QueryFilters
 from app.dashboard.forms import ConfirmForm, PixPayoutForm
 from app.dashboard.session import current_membership, member_required
@@ -38,6 +42,21 @@ FORM_FIELD_FOR_PARAM = {
     "description": "description",
 }
 ADDRESS_SHOWN = 6  # characters kept at each end of a crypto address
+EXPORT_CHUNK = 500  # payouts read per round trip while the CSV streams
+CSV_COLUMNS = (
+    "id",
+    "created_at",
+    "status",
+    "type",
+    "amount",
+    "fee",
+    "wallet_debit",
+    "currency",
+    "destination",
+    "description",
+    "failure_reason",
+    "completed_at",
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +99,16 @@ def request_pix_payout() -> ResponseReturnValue:
     return redirect(url_for("dashboard.payouts_page", **filters.args()), 303)
 
 
+@bp.get("/payouts/export.csv")
+@member_required
+def payouts_csv() -> ResponseReturnValue:
+    """The filtered list, every page of it, streamed as it is read (amounts in minor units,
+    times in UTC)."""
+    filters = _filters()
+    rows = payouts.payout_rows(g.account_id, MODES[filters.mode], filters.status, EXPORT_CHUNK)
+    return csv_response(CSV_COLUMNS, map(_csv_values, rows), f"payouts-{filters.mode}.csv")
+
+
 @bp.post("/payouts/<payout_id>/cancel")
 @member_required
 def cancel_payout(payout_id: str) -> ResponseReturnValue:
@@ -96,15 +125,22 @@ def cancel_payout(payout_id: str) -> ResponseReturnValue:
     return redirect(url_for("dashboard.payouts_page", **filters.args()), 303)
 
 
-def destination(payout: Withdrawal) -> str:
-    """Where a payout goes, short enough for a table cell."""
+def destination(payout: Withdrawal, *, whole: bool = False) -> str:
+    """Where a payout goes, short enough for a table cell unless `whole` (an export)."""
     if payout.type is WithdrawalType.PIX:
         return f"{payout.pix_key} ({payout.pix_key_type})"
     if payout.type is WithdrawalType.TED:
         bank = payout.bank_account or {}
         return f"Bank {bank.get('bankCode')} · {bank.get('agency')} / {bank.get('account')}"
     address = payout.crypto_address or ""
-    return f"{address[:ADDRESS_SHOWN]}…{address[-ADDRESS_SHOWN:]} ({payout.crypto_network})"
+    if not whole:
+        address = f"{address[:ADDRESS_SHOWN]}…{address[-ADDRESS_SHOWN:]}"
+    return f"{address} ({payout.crypto_network})"
+
+
+def wallet_debit(payout: Withdrawal) -> int:
+    """What approval takes from the wallet: the amount, which the recipient gets, plus the fee."""
+    return payout.amount + payout.fee
 
 
 def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
@@ -123,6 +159,8 @@ def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
         available=wallets.balance(g.account_id, mode, wallets.PRIMARY_CURRENCY).available,
         confirm_form=ConfirmForm(formdata=None),
         destination=destination,
+        wallet_debit=wallet_debit,
+        csv_args=filters.args(page=1),  # the export is every page
     )
     return html, status
 
@@ -132,6 +170,24 @@ def _filters() -> PayoutFilters:
     if status is not None and status not in STATUSES:
         raise InvalidRequest("status is one of: " + ", ".join(STATUSES) + ".", param="status")
     return PayoutFilters(mode=mode_arg(), status=status, page=page_arg())
+
+
+def _csv_values(payout: Withdrawal) -> tuple:
+    """One payout; free text goes through the wallet export's formula guard."""
+    return (
+        payout.id,
+        utc_text(payout.created_at),
+        str(payout.status),
+        str(payout.type),
+        payout.amount,
+        payout.fee,
+        wallet_debit(payout),
+        spreadsheet_cell(payout.currency),
+        spreadsheet_cell(destination(payout, whole=True)),
+        spreadsheet_cell(payout.description or ""),
+        spreadsheet_cell(payout.failure_reason or ""),
+        utc_text(payout.completed_at),
+    )
 
 
 def _blank_form(mode: str) -> PixPayoutForm:

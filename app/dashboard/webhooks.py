@@ -1,6 +1,6 @@
 """Webhooks in the dashboard: the endpoints of a mode (add, edit, enable or disable, rotate
-the secret, delete, recover failed deliveries), the delivery log with its filters, and one
-delivery with what was sent and answered, and a resend button.
+the secret, delete, recover failed deliveries), the delivery log with its filters and CSV
+export, and one delivery with what was sent and answered, and a resend button.
 
 Every read and write goes through `app.services.webhooks`, the functions behind
 `/v1/webhooks`, so the page obeys the API's rules. The service knows no roles (an API key
@@ -11,6 +11,7 @@ the answer to the POST that made it: never in a redirect, a flash or the session
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
@@ -18,9 +19,11 @@ from functools import wraps
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from markupsafe import Markup
 
 from app.dashboard import bp
 from app.dashboard.charges import MODES
+from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
 from app.dashboard.filters import QueryFilters
 from app.dashboard.forms import (
     ConfirmForm,
@@ -45,6 +48,26 @@ DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
 EVENT_TYPES = event_catalog.DELIVERABLE
 EVENT_DESCRIPTIONS = {entry.event: entry.description for entry in event_catalog.CATALOG}
 FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
+# Where an address may wrap: after `//`, and before `/ . ? # & =` unless just after `/` or `:`.
+URL_BREAK = re.compile(r"(?<=//)(?=[^/])|(?<=[^/:])(?=[/.?#&=])")
+EXPORT_CHUNK = 500  # deliveries read per round trip while the CSV streams
+CSV_COLUMNS = (
+    "id",
+    "created_at",
+    "event_type",
+    "event_id",
+    "endpoint_id",
+    "endpoint_url",
+    "status",
+    "attempts",
+    "max_attempts",
+    "last_status_code",
+    "last_error",
+    "last_attempt_at",
+    "next_retry_at",
+    "delivered_at",
+    "resent_from_id",
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +96,13 @@ class DeliveryFilters(QueryFilters):
     event_type: str | None = None
     endpoint_id: str | None = None
     page: int = 1
+
+
+@bp.app_template_filter()
+def breakable_url(url: str) -> Markup:
+    """The address with a line-break opportunity (`<wbr>`) between its parts, so a narrow
+    cell wraps it at a slash or a dot instead of every few characters."""
+    return Markup("<wbr>").join(URL_BREAK.split(url))
 
 
 def managers_only(view: Callable) -> Callable:
@@ -217,14 +247,10 @@ def recover_webhook_deliveries(endpoint_id: str) -> ResponseReturnValue:
 @member_required
 def webhook_deliveries_page() -> ResponseReturnValue:
     """One page of the mode's delivery log, newest first, with its filters."""
-    filters = _delivery_filters()
-    mode = MODES[filters.mode]
-    endpoints = webhooks.list_endpoints(g.account_id, mode)
-    if filters.endpoint_id is not None and filters.endpoint_id not in {e.id for e in endpoints}:
-        raise InvalidRequest("endpoint_id is one of this mode's endpoints.", param="endpoint_id")
+    filters, endpoints = _delivery_filters()
     rows, total = webhooks.list_deliveries(
         g.account_id,
-        mode,
+        MODES[filters.mode],
         status=filters.status,
         event_type=filters.event_type,
         endpoint_id=filters.endpoint_id,
@@ -241,7 +267,27 @@ def webhook_deliveries_page() -> ResponseReturnValue:
         endpoint_urls={e.id: e.url for e in endpoints},
         statuses=DELIVERY_STATUSES,
         event_types=EVENT_TYPES,
+        csv_args=filters.args(page=1),  # the export is every page
     )
+
+
+@bp.get("/webhooks/deliveries/export.csv")
+@member_required
+def webhook_deliveries_csv() -> ResponseReturnValue:
+    """The filtered log, every page of it, streamed as it is read (times in UTC); what was
+    sent and answered stays on each delivery's page."""
+    filters, endpoints = _delivery_filters()
+    urls = {endpoint.id: endpoint.url for endpoint in endpoints}
+    rows = webhooks.delivery_rows(
+        g.account_id,
+        MODES[filters.mode],
+        status=filters.status,
+        event_type=filters.event_type,
+        endpoint_id=filters.endpoint_id,
+        chunk_size=EXPORT_CHUNK,
+    )
+    values = (_csv_values(delivery, urls.get(delivery.endpoint_id, "")) for delivery in rows)
+    return csv_response(CSV_COLUMNS, values, f"webhook-deliveries-{filters.mode}.csv")
 
 
 @bp.get("/webhooks/deliveries/<delivery_id>")
@@ -320,7 +366,8 @@ def _check_manager() -> None:
     )
 
 
-def _delivery_filters() -> DeliveryFilters:
+def _delivery_filters() -> tuple[DeliveryFilters, list[WebhookEndpoint]]:
+    """The log's filters, and the mode's endpoints (not deleted) `endpoint_id` is one of."""
     status = request.args.get("status") or None
     if status is not None and status not in DELIVERY_STATUSES:
         raise InvalidRequest(
@@ -329,12 +376,38 @@ def _delivery_filters() -> DeliveryFilters:
     event_type = request.args.get("event_type") or None
     if event_type is not None and event_type not in EVENT_TYPES:
         raise InvalidRequest("event_type is an event name from the catalog.", param="event_type")
-    return DeliveryFilters(
+    filters = DeliveryFilters(
         mode=mode_arg(),
         status=status,
         event_type=event_type,
         endpoint_id=request.args.get("endpoint_id") or None,
         page=page_arg(),
+    )
+    endpoints = webhooks.list_endpoints(g.account_id, MODES[filters.mode])
+    if filters.endpoint_id is not None and filters.endpoint_id not in {e.id for e in endpoints}:
+        raise InvalidRequest("endpoint_id is one of this mode's endpoints.", param="endpoint_id")
+    return filters, endpoints
+
+
+def _csv_values(delivery: WebhookDelivery, endpoint_url: str) -> tuple:
+    """One delivery; free text goes through the wallet export's formula guard. A deleted
+    endpoint's address is left empty, as the log shows it."""
+    return (
+        delivery.id,
+        utc_text(delivery.created_at),
+        delivery.event_type,
+        delivery.event_id,
+        delivery.endpoint_id,
+        spreadsheet_cell(endpoint_url),
+        str(delivery.status),
+        delivery.attempts,
+        delivery.max_attempts,
+        "" if delivery.last_status_code is None else delivery.last_status_code,
+        spreadsheet_cell(delivery.last_error or ""),
+        utc_text(delivery.last_attempt_at),
+        utc_text(delivery.next_retry_at),
+        utc_text(delivery.delivered_at),
+        delivery.resent_from_id or "",
     )
 
 

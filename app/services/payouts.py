@@ -14,7 +14,7 @@ payout call; a periodic sweep picks up approvals whose job never ran.
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 
@@ -76,6 +76,7 @@ DESTINATION_FIELDS = {
     "TED": {"bankAccount"},
     "CRYPTO": {"cryptoAddress", "cryptoNetwork", "cryptoCurrency"},
 }
+LISTING_ORDER = (Withdrawal.created_at.desc(), Withdrawal.id.desc())  # newest first
 # Ledger posting kinds, unique per payout.
 DEBIT, COMPLETION, REFUND = "payout_debit", "payout_completion", "payout_refund"
 
@@ -251,20 +252,29 @@ def list_payouts(
     account_id: str, mode: KeyMode | None, status: str | None, page: int, limit: int
 ) -> tuple[list[Withdrawal], int]:
     """One page (newest first) and the total matching; `mode=None` lists both modes."""
-    conditions = [Withdrawal.account_id == account_id]
-    if mode is not None:
-        conditions.append(Withdrawal.mode == mode)
-    if status is not None:
-        conditions.append(Withdrawal.status == WithdrawalStatus(status))
+    conditions = _listing_conditions(account_id, mode, status)
     total = db.session.scalar(sa.select(sa.func.count()).select_from(Withdrawal).where(*conditions))
     rows = db.session.scalars(
         sa.select(Withdrawal)
         .where(*conditions)
-        .order_by(Withdrawal.created_at.desc(), Withdrawal.id.desc())
+        .order_by(*LISTING_ORDER)
         .offset((page - 1) * limit)
         .limit(limit)
     ).all()
     return list(rows), total
+
+
+def payout_rows(
+    account_id: str, mode: KeyMode | None, status: str | None, chunk_size: int
+) -> Iterator[Withdrawal]:
+    """Every payout `list_payouts` pages through, in its order, for an export: one query read
+    `chunk_size` rows at a time (`yield_per`), so a long history never sits in memory."""
+    yield from db.session.scalars(
+        sa.select(Withdrawal)
+        .where(*_listing_conditions(account_id, mode, status))
+        .order_by(*LISTING_ORDER)
+        .execution_options(yield_per=chunk_size)
+    )
 
 
 def pending_review(limit: int = 100) -> list[Withdrawal]:
@@ -277,6 +287,15 @@ def pending_review(limit: int = 100) -> list[Withdrawal]:
             .limit(limit)
         )
     )
+
+
+def _listing_conditions(account_id: str, mode: KeyMode | None, status: str | None) -> list:
+    conditions = [Withdrawal.account_id == account_id]
+    if mode is not None:
+        conditions.append(Withdrawal.mode == mode)
+    if status is not None:
+        conditions.append(Withdrawal.status == WithdrawalStatus(status))
+    return conditions
 
 
 def _require_pending(withdrawal: Withdrawal, action: str) -> None:

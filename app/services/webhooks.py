@@ -18,6 +18,7 @@ import random
 import secrets
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -60,6 +61,7 @@ JITTER = 0.1
 MAX_RETRY_AFTER = timedelta(hours=24)
 USER_AGENT = "AcmePay-Webhooks/1.0"
 TRANSACTION_EVENT_PREFIX = "payment."
+LOG_ORDER = (WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())  # newest first
 
 
 @dataclass(frozen=True)
@@ -414,6 +416,51 @@ def list_deliveries(
     offset: int = 0,
 ) -> tuple[list[WebhookDelivery], int]:
     """The delivery log, newest first, and how many match."""
+    conditions = _log_conditions(account_id, mode, status, event_type, endpoint_id)
+    total = db.session.scalar(
+        sa.select(sa.func.count()).select_from(WebhookDelivery).where(*conditions)
+    )
+    rows = db.session.scalars(
+        sa.select(WebhookDelivery)
+        .where(*conditions)
+        .order_by(*LOG_ORDER)
+        .offset(offset)
+        .limit(limit)
+    ).all()
+    return list(rows), total
+
+
+def delivery_rows(
+    account_id: str,
+    mode: KeyMode,
+    *,
+    status: str | None = None,
+    event_type: str | None = None,
+    endpoint_id: str | None = None,
+    chunk_size: int,
+) -> Iterator[WebhookDelivery]:
+    """The whole log `list_deliveries` pages through, in its order, for an export: one query
+    read `chunk_size` rows at a time (`yield_per`), so a long log never sits in memory. The
+    payloads and response bodies, the bulk of a row, are not read (touching one raises)."""
+    yield from db.session.scalars(
+        sa.select(WebhookDelivery)
+        .where(*_log_conditions(account_id, mode, status, event_type, endpoint_id))
+        .order_by(*LOG_ORDER)
+        .options(
+            sa.orm.defer(WebhookDelivery.payload, raiseload=True),
+            sa.orm.defer(WebhookDelivery.last_response_body, raiseload=True),
+        )
+        .execution_options(yield_per=chunk_size)
+    )
+
+
+def _log_conditions(
+    account_id: str,
+    mode: KeyMode,
+    status: str | None,
+    event_type: str | None,
+    endpoint_id: str | None,
+) -> list:
     conditions = [WebhookDelivery.account_id == account_id, WebhookDelivery.mode == mode]
     if status:
         conditions.append(WebhookDelivery.status == DeliveryStatus(status))
@@ -421,17 +468,7 @@ def list_deliveries(
         conditions.append(WebhookDelivery.event_type == event_type)
     if endpoint_id:
         conditions.append(WebhookDelivery.endpoint_id == endpoint_id)
-    total = db.session.scalar(
-        sa.select(sa.func.count()).select_from(WebhookDelivery).where(*conditions)
-    )
-    rows = db.session.scalars(
-        sa.select(WebhookDelivery)
-        .where(*conditions)
-        .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
-        .offset(offset)
-        .limit(limit)
-    ).all()
-    return list(rows), total
+    return conditions
 
 
 def stats(account_id: str, mode: KeyMode) -> dict:

@@ -36,6 +36,7 @@ def test_a_requested_payout_is_approved_by_staff_and_completes(
         .filter(has_text=DESTINATION)
     )
     expect(row).to_contain_text("PENDING")
+    expect(row).to_contain_text("R$ 101,00")  # the wallet debit: the fee is added on top
     (payout,) = client.get("/v1/withdrawals", headers=merchant.headers).get_json()["data"]
     assert (payout["status"], payout["amount"]) == ("PENDING", 10_000)
     assert available(client, merchant) == 100_000  # nothing debited before approval

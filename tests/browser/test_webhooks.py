@@ -1,6 +1,7 @@
 """A webhook endpoint added on the webhooks page in a real browser receives the charge events:
 the worker delivers `charge.created` to a real local receiver, signed with the secret the page
-showed once, and the page's delivery log lists the delivery as DELIVERED."""
+showed once, and the page's delivery log lists the delivery as DELIVERED. The endpoint's
+address stays readable in its table, and the delivery's resend button clear of the cards."""
 
 import hashlib
 import hmac
@@ -54,6 +55,10 @@ def test_an_endpoint_added_on_the_page_receives_a_charge_event(app, client, redi
     )
     expect(endpoint).to_contain_text("charge.created, charge.paid")
     expect(endpoint).to_contain_text("ACTIVE")
+    address = endpoint.get_by_role("cell").first.locator(".mono")
+    expect(address).to_have_text(receiver.url)
+    lines = "span => new Set([...span.getClientRects()].map(box => Math.round(box.top))).size"
+    assert address.evaluate(lines) == 1  # on one line, not broken every few characters
 
     charge = charges.created(client, api_key, amount=2500)
     run_jobs(app, redis)
@@ -79,3 +84,6 @@ def test_an_endpoint_added_on_the_page_receives_a_charge_event(app, client, redi
     sent = page.get_by_role("region", name="Request")
     expect(sent).to_contain_text(received.headers["X-Acme-Delivery-Id"])
     expect(sent.locator("pre")).to_contain_text(f'"id": "{charge["id"]}"')
+    resend = page.get_by_role("button", name="Resend").bounding_box()
+    card = page.get_by_role("region", name="Delivery", exact=True).bounding_box()
+    assert card["y"] - (resend["y"] + resend["height"]) >= 12  # a gap, not touching

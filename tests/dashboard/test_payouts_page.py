@@ -1,21 +1,41 @@
-"""The payouts page: the list with its filters and pages, the Pix payout request form (the
-service's rules shown on the form), and cancelling a request while it is PENDING."""
+"""The payouts page: the list with its filters and pages, its CSV export, the Pix payout
+request form (the service's rules shown on the form), and cancelling a request while it is
+PENDING."""
 
+import csv
 import html
+import io
 import re
 import uuid
 
 import pytest
 import sqlalchemy as sa
 
+from app.dashboard import payouts as payouts_page_module
 from app.extensions import db
-from app.models import KeyMode, Role, Withdrawal, WithdrawalStatus
+from app.models import KeyMode, Role, Withdrawal, WithdrawalStatus, WithdrawalType
 from tests.support import factories
 from tests.support.dashboard import sign_in
 from tests.support.http import count_rows, csrf_token
-from tests.support.payouts import available, funded_merchant, request, staff_headers
+from tests.support.payouts import available, funded_merchant, request, run_jobs, staff_headers
 
 PAGE = "/dashboard/payouts"
+CSV_URL = f"{PAGE}/export.csv"
+CSV_HEADER = [
+    "id",
+    "created_at",
+    "status",
+    "type",
+    "amount",
+    "fee",
+    "wallet_debit",
+    "currency",
+    "destination",
+    "description",
+    "failure_reason",
+    "completed_at",
+]
+UTC_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 @pytest.fixture
@@ -50,6 +70,29 @@ def _payout(app) -> Withdrawal:
         return db.session.scalar(sa.select(Withdrawal))
 
 
+def _csv(response) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+
+
+def _live_payout(app, account_id: str) -> str:
+    """A live payout as stored (the tests have no live provider to request one through)."""
+    with app.app_context():
+        payout = Withdrawal(
+            account_id=account_id,
+            mode=KeyMode.LIVE,
+            status=WithdrawalStatus.PENDING,
+            type=WithdrawalType.PIX,
+            amount=5_000,
+            fee=100,
+            currency="BRL",
+            pix_key="bia@example.com",
+            pix_key_type="EMAIL",
+        )
+        db.session.add(payout)
+        db.session.commit()
+        return payout.id
+
+
 def test_the_page_offers_the_form_to_an_owner(client, merchant):
     sign_in(client, merchant.member)
     response = client.get(PAGE)
@@ -80,7 +123,11 @@ def test_a_request_is_pending_and_listed(app, client, merchant):
     text = _text(client.get(response.headers["Location"]))
     assert "Payout of R$ 100,00 to ana@example.com (EMAIL) requested: PENDING." in text
     assert 'class="badge status-pending">PENDING<' in text
-    assert "R$ 100,00" in text and "R$ 1,00" in text and "R$ 99,00" in text
+    # the fee is added on top: the wallet gives amount + fee, the recipient gets the amount
+    assert 'Wallet debit <span class="muted">(amount + fee)</span></th>' in text
+    cells = re.findall(r'<td class="amount">([^<]+)</td>', text)
+    assert cells == ["R$ 100,00", "R$ 1,00", "R$ 101,00"]
+    assert "Net</th>" not in text and "R$ 99,00" not in text
     assert f'action="/dashboard/payouts/{payout.id}/cancel?mode=test"' in text
     assert 'data-confirm="Cancel the R$ 100,00 payout to ana@example.com (EMAIL)?"' in text
     assert available(client, merchant) == 100_000  # nothing debited before approval
@@ -239,6 +286,9 @@ def test_filters_and_pages_keep_each_other(app, client, merchant):
     second = _text(client.get(next_link))
     assert _rows(second) == 3 and "Next page" not in second and "Previous page" in second
 
+    pending = _text(client.get(f"{PAGE}?status=PENDING&page=2"))
+    csv_link = re.search(r'<a href="([^"]+)" download>Download these payouts as CSV', pending)
+    assert csv_link.group(1) == f"{CSV_URL}?mode=test&status=PENDING"  # every page
     pending = _text(client.get(f"{PAGE}?status=PENDING"))
     assert '<option value="PENDING" selected>' in pending
     next_link = re.search(r'<a href="([^"]+)">Next page</a>', pending).group(1)
@@ -255,9 +305,109 @@ def test_nonsense_filters_are_400(client, merchant):
     sign_in(client, merchant.member)
     for query in ("status=pending", "status=bogus", "mode=prod", "page=0", "page=x"):
         assert client.get(f"{PAGE}?{query}").status_code == 400, query
+        assert client.get(f"{CSV_URL}?{query}").status_code == 400, query
 
 
 def test_pages_need_a_signed_in_member(client):
-    response = client.get(PAGE)
-    assert response.status_code == 302
-    assert "/dashboard/login" in response.headers["Location"]
+    for path in (PAGE, CSV_URL):
+        response = client.get(path)
+        assert response.status_code == 302
+        assert "/dashboard/login" in response.headers["Location"]
+
+
+# The CSV export
+
+
+def test_the_csv_export_streams_the_filtered_list_in_chunks(
+    app, client, redis, merchant, monkeypatch, chunk_sizes
+):
+    ids = [request(client, merchant, amount=1_000 + n).json["id"] for n in range(5)]
+    client.post(f"/v1/withdrawals/{ids[0]}/cancel", headers=merchant.headers)
+    client.post(f"/v1/admin/withdrawals/{ids[1]}/approve", headers=staff_headers(app, client))
+    run_jobs(app, redis)
+    monkeypatch.setattr(payouts_page_module, "EXPORT_CHUNK", 2)
+    sign_in(client, merchant.member)
+
+    chunk_sizes.clear()
+    response = client.get(f"{CSV_URL}?status=PENDING")
+    assert response.status_code == 200
+    assert response.is_streamed
+    assert response.mimetype == "text/csv"
+    assert response.headers["Content-Disposition"] == 'attachment; filename="payouts-test.csv"'
+    rows = _csv(response)
+    assert [size for size in chunk_sizes if size] == [2]  # one query, read two rows at a time
+    assert rows[0] == CSV_HEADER
+    assert [row[0] for row in rows[1:]] == ids[:1:-1]  # the three pending ones, newest first
+    row = dict(zip(CSV_HEADER, rows[-1], strict=True))
+    assert UTC_TIME.fullmatch(row.pop("created_at"))
+    assert row == {
+        "id": ids[2],
+        "status": "PENDING",
+        "type": "PIX",
+        "amount": "1002",
+        "fee": "100",
+        "wallet_debit": "1102",
+        "currency": "BRL",
+        "destination": "ana@example.com (EMAIL)",
+        "description": "Saque semanal",
+        "failure_reason": "",
+        "completed_at": "",
+    }
+
+    every = _csv(client.get(CSV_URL))
+    assert [row[0] for row in every[1:]] == ids[::-1]
+    statuses = {row[0]: (row[2], row[11]) for row in every[1:]}
+    assert statuses[ids[0]] == ("CANCELLED", "")
+    assert statuses[ids[1]][0] == "COMPLETED" and UTC_TIME.fullmatch(statuses[ids[1]][1])
+    assert _csv(client.get(f"{CSV_URL}?status=FAILED")) == [CSV_HEADER]
+
+
+def test_the_csv_export_keeps_test_and_live_apart(app, client, merchant):
+    mine = request(client, merchant).json["id"]
+    live = _live_payout(app, merchant.member.account_id)
+    sign_in(client, merchant.member)
+    assert [row[0] for row in _csv(client.get(CSV_URL))[1:]] == [mine]
+    response = client.get(f"{CSV_URL}?mode=live")
+    assert response.headers["Content-Disposition"] == 'attachment; filename="payouts-live.csv"'
+    assert [row[0] for row in _csv(response)[1:]] == [live]
+    live_page = _text(client.get(f"{PAGE}?mode=live"))
+    assert f'href="{CSV_URL}?mode=live" download>' in live_page
+
+
+def test_the_csv_export_has_only_this_accounts_payouts(app, client, merchant, monkeypatch):
+    other = funded_merchant(app, client, monkeypatch)
+    theirs = request(client, other).json["id"]
+    _live_payout(app, other.member.account_id)
+    mine = request(client, merchant).json["id"]
+    sign_in(client, merchant.member)
+    for query in ("", "?status=PENDING", "?mode=live"):
+        exported = client.get(f"{CSV_URL}{query}").get_data(as_text=True)
+        assert theirs not in exported and "bia@example.com" not in exported, query
+    assert [row[0] for row in _csv(client.get(CSV_URL))[1:]] == [mine]
+
+
+def test_the_csv_export_never_hands_a_spreadsheet_a_formula(app, client, merchant):
+    request(client, merchant, description='=HYPERLINK("http://evil.example")')
+    phone = request(client, merchant, pixKey="+5511987654321", pixKeyType="PHONE").json["id"]
+    client.post(
+        f"/v1/admin/withdrawals/{phone}/reject",
+        json={"reason": "@SUM(A1)"},
+        headers=staff_headers(app, client),
+    )
+    sign_in(client, merchant.member)
+    phone_row, formula_row = (
+        dict(zip(CSV_HEADER, row, strict=True)) for row in _csv(client.get(CSV_URL))[1:]
+    )
+    assert formula_row["description"] == '\'=HYPERLINK("http://evil.example")'
+    assert phone_row["destination"] == "'+5511987654321 (PHONE)"
+    assert (phone_row["status"], phone_row["failure_reason"]) == ("REJECTED", "'@SUM(A1)")
+
+
+def test_a_member_may_export(app, client, merchant):
+    mine = request(client, merchant).json["id"]
+    member = factories.make_member(app, merchant.member.account_id, Role.MEMBER)
+    sign_in(client, member)
+    assert "Download these payouts as CSV" in _text(client.get(PAGE))
+    response = client.get(CSV_URL)
+    assert response.status_code == 200
+    assert [row[0] for row in _csv(response)[1:]] == [mine]

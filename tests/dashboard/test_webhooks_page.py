@@ -1,8 +1,10 @@
 """The webhooks pages: endpoints (add with the secret shown once, edit, enable and disable,
-rotate, delete, recover), the delivery log with its filters, one delivery with resend, the
-failing-endpoint warnings, and who may do what."""
+rotate, delete, recover), the delivery log with its filters and CSV export, one delivery with
+resend, the failing-endpoint warnings, and who may do what."""
 
+import csv
 import html
+import io
 import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
@@ -11,10 +13,12 @@ import pytest
 import sqlalchemy as sa
 from rq import SimpleWorker
 
+from app.dashboard import webhooks as webhook_pages
 from app.extensions import db, get_queue
 from app.jobs import webhooks as webhook_jobs
 from app.models import EndpointStatus, KeyMode, Role, WebhookDelivery, WebhookEndpoint
 from app.services import secrets_box, webhooks
+from app.services.events import record_event
 from app.templating import DISPLAY_TIMEZONE
 from tests.support import factories
 from tests.support.charges import created
@@ -24,7 +28,26 @@ from tests.support.receiver import start_receiver
 
 PAGE = "/dashboard/webhooks"
 LOG = "/dashboard/webhooks/deliveries"
+CSV_URL = f"{LOG}/export.csv"
+CSV_HEADER = [
+    "id",
+    "created_at",
+    "event_type",
+    "event_id",
+    "endpoint_id",
+    "endpoint_url",
+    "status",
+    "attempts",
+    "max_attempts",
+    "last_status_code",
+    "last_error",
+    "last_attempt_at",
+    "next_retry_at",
+    "delivered_at",
+    "resent_from_id",
+]
 SECRET = re.compile(r'value="([0-9a-f]{64})"')
+UTC_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 @pytest.fixture
@@ -40,7 +63,44 @@ def receiver():
 
 
 def _text(response) -> str:
-    return html.unescape(response.get_data(as_text=True))
+    """The page as read: entities decoded, addresses without their line-break hints."""
+    return html.unescape(response.get_data(as_text=True)).replace("<wbr>", "")
+
+
+def _csv(response) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+
+
+def _csv_ids(client, query: str = "") -> list[str]:
+    return [row[0] for row in _csv(client.get(f"{CSV_URL}{query}"))[1:]]
+
+
+def _listed_ids(app, account_id: str, mode: KeyMode = KeyMode.TEST, **filters) -> list[str]:
+    """The log's ids in the order its pages show them."""
+    with app.app_context():
+        rows, _ = webhooks.list_deliveries(account_id, mode, limit=1_000, **filters)
+        return [row.id for row in rows]
+
+
+def _live_delivery(app, account_id: str) -> str:
+    """A live event relayed to a live endpoint stored as is (a live address must resolve to
+    a public one, which the tests cannot count on)."""
+    with app.app_context():
+        db.session.add(
+            WebhookEndpoint(
+                account_id=account_id,
+                mode=KeyMode.LIVE,
+                url="https://hooks.example.com/live",
+                events=["charge.created"],
+                status=EndpointStatus.ACTIVE,
+                secret_ciphertext=secrets_box.encrypt("0" * 64),
+            )
+        )
+        record_event(account_id, KeyMode.LIVE, "charge.created", {"object": {"id": "ch_live"}})
+        db.session.commit()
+        webhook_jobs.relay_events()
+    (delivery_id,) = _listed_ids(app, account_id, KeyMode.LIVE)
+    return delivery_id
 
 
 def _add(client, url: str, events=("charge.created",), path: str = PAGE):
@@ -121,9 +181,10 @@ def test_an_owner_adds_an_endpoint_and_sees_its_secret_only_once(app, client, ow
     )
     assert _secret(app, endpoint.id) == secret
 
+    raw = client.get(PAGE).get_data(as_text=True)
+    assert '<span class="mono">http://<wbr>localhost:9000<wbr>/hooks</span>' in raw
     listing = _text(client.get(PAGE))
     assert secret not in listing and SECRET.search(listing) is None
-    assert '<td class="mono destination">http://localhost:9000/hooks</td>' in listing
     assert '<td class="mono">charge.paid, payment.created</td>' in listing
     assert 'class="badge status-active">ACTIVE<' in listing
 
@@ -251,7 +312,7 @@ def test_the_log_lists_real_deliveries_and_filters_them(
     assert len(receiver.received) == 2
 
     text = _text(client.get(LOG))
-    assert text.count(f'<td class="mono destination">{receiver.url}</td>') == 2
+    assert text.count(f'<td class="mono">{receiver.url}</td>') == 2
     assert text.count('class="badge status-delivered">DELIVERED<') == 2
     assert '<td class="mono">charge.created</td>' in text
     assert '<td class="mono">payment.created</td>' in text
@@ -280,6 +341,17 @@ def test_the_log_lists_real_deliveries_and_filters_them(
     assert "Page 2 of 2" in second and "Previous page" in second
 
 
+def test_a_long_address_wraps_at_its_slashes_and_dots(app, client, owner):
+    sign_in(client, owner)
+    _added(app, client, "http://localhost:9000/api/v1/hooks?shop=loja&v=2")
+    raw = client.get(PAGE).get_data(as_text=True)
+    assert (
+        '<span class="mono">http://<wbr>localhost:9000<wbr>/api<wbr>/v1<wbr>/hooks'
+        "<wbr>?shop<wbr>=loja<wbr>&amp;v<wbr>=2</span>"
+    ) in raw
+    assert 'class="mono destination"' not in raw  # no more breaking every few characters
+
+
 @pytest.mark.parametrize(
     "query",
     ["status=DONE", "event_type=charge.exploded", "endpoint_id=nope", "page=0", "mode=prod"],
@@ -287,6 +359,122 @@ def test_the_log_lists_real_deliveries_and_filters_them(
 def test_a_bad_filter_is_400(client, owner, query):
     sign_in(client, owner)
     assert client.get(f"{LOG}?{query}").status_code == 400
+    assert client.get(f"{CSV_URL}?{query}").status_code == 400
+
+
+# The delivery log's CSV export
+
+
+def test_the_log_exports_as_csv_with_its_filters_in_chunks(
+    app, client, owner, api_key, monkeypatch, chunk_sizes
+):
+    sign_in(client, owner)
+    events = ("charge.created", "payment.created")
+    first = _added(app, client, "http://localhost:9000/hooks", events)
+    second = _added(app, client, "http://localhost:9001/other", ("charge.created",))
+    _relayed(app, client, api_key, charges=2)
+    listed = _listed_ids(app, owner.account_id)
+    assert len(listed) == 6
+    failed = _deliveries(app, endpoint_id=first, event_type="payment.created")[0].id
+    with app.app_context():
+        db.session.execute(
+            sa.update(WebhookDelivery)
+            .where(WebhookDelivery.id == failed)
+            .values(
+                status="FAILED",
+                attempts=15,
+                last_status_code=500,
+                last_error="=cmd|' /C calc'!A0",
+                last_attempt_at=datetime(2026, 11, 21, 15, 4, 5, tzinfo=UTC),
+                next_retry_at=None,
+            )
+        )
+        db.session.commit()
+    monkeypatch.setattr(webhook_pages, "EXPORT_CHUNK", 2)
+
+    chunk_sizes.clear()
+    response = client.get(CSV_URL)
+    assert response.status_code == 200
+    assert response.is_streamed
+    assert response.mimetype == "text/csv"
+    assert response.headers["Content-Disposition"] == (
+        'attachment; filename="webhook-deliveries-test.csv"'
+    )
+    rows = _csv(response)
+    assert [size for size in chunk_sizes if size] == [2]  # one query, read two rows at a time
+    assert rows[0] == CSV_HEADER
+    assert [row[0] for row in rows[1:]] == listed  # the log's rows in the log's order
+    row = dict(zip(CSV_HEADER, next(r for r in rows if r[0] == failed), strict=True))
+    (stored,) = _deliveries(app, id=failed)
+    assert UTC_TIME.fullmatch(row.pop("created_at"))
+    assert row == {
+        "id": failed,
+        "event_type": "payment.created",
+        "event_id": stored.event_id,
+        "endpoint_id": first,
+        "endpoint_url": "http://localhost:9000/hooks",
+        "status": "FAILED",
+        "attempts": "15",
+        "max_attempts": "15",
+        "last_status_code": "500",
+        "last_error": "'=cmd|' /C calc'!A0",  # a formula guarded
+        "last_attempt_at": "2026-11-21T15:04:05Z",
+        "next_retry_at": "",
+        "delivered_at": "",
+        "resent_from_id": "",
+    }
+    assert stored.event_id.startswith("evt_")
+    waiting = dict(zip(CSV_HEADER, next(r for r in rows[1:] if r[0] != failed), strict=True))
+    assert (waiting["status"], waiting["attempts"], waiting["last_status_code"]) == (
+        "PENDING",
+        "0",
+        "",
+    )
+    assert UTC_TIME.fullmatch(waiting["next_retry_at"])
+
+    only = "?event_type=charge.created&endpoint_id=" + first
+    assert _csv_ids(client, only) == _listed_ids(
+        app, owner.account_id, event_type="charge.created", endpoint_id=first
+    )
+    assert len(_csv_ids(client, only)) == 2
+    assert _csv_ids(client, "?status=FAILED") == [failed]
+    assert _csv_ids(client, "?status=DELIVERED") == []
+
+    post_form(client, PAGE, f"{PAGE}/{second}/delete?mode=test")
+    gone = [row for row in _csv(client.get(CSV_URL))[1:] if row[4] == second]
+    assert len(gone) == 2
+    assert {(row[5], row[6]) for row in gone} == {("", "CANCELLED")}  # as the log shows it
+    assert client.get(f"{CSV_URL}?endpoint_id={second}").status_code == 400
+
+
+def test_the_log_page_links_its_export_with_its_filters(app, client, owner, api_key):
+    sign_in(client, owner)
+    endpoint_id = _added(app, client, "http://localhost:9000/hooks")
+    _relayed(app, client, api_key)
+    text = _text(client.get(f"{LOG}?status=PENDING&endpoint_id={endpoint_id}&page=1"))
+    link = re.search(r'<a href="([^"]+)" download>Download these deliveries as CSV', text)
+    assert urlsplit(link.group(1)).path == CSV_URL
+    assert parse_qs(urlsplit(link.group(1)).query) == {
+        "mode": ["test"],
+        "status": ["PENDING"],
+        "endpoint_id": [endpoint_id],
+    }
+    assert len(_csv_ids(client, "?" + urlsplit(link.group(1)).query)) == 1
+    live = _text(client.get(f"{LOG}?mode=live"))
+    assert f'<a href="{CSV_URL}?mode=live" download>' in live
+
+
+def test_the_export_keeps_test_and_live_apart(app, client, owner, api_key):
+    sign_in(client, owner)
+    _added(app, client, "http://localhost:9000/hooks")
+    _relayed(app, client, api_key)
+    live = _live_delivery(app, owner.account_id)
+    (test_delivery,) = _listed_ids(app, owner.account_id)
+    assert _csv_ids(client) == [test_delivery]
+    response = client.get(f"{CSV_URL}?mode=live")
+    assert 'filename="webhook-deliveries-live.csv"' in response.headers["Content-Disposition"]
+    (row,) = _csv(response)[1:]
+    assert (row[0], row[5]) == (live, "https://hooks.example.com/live")
 
 
 def test_a_delivery_shows_what_was_sent_and_answered_and_can_be_resent(
@@ -384,6 +572,9 @@ def test_a_member_reads_every_page_but_is_refused_every_change(app, client, owne
     for path in (PAGE, LOG, detail):
         response = client.get(path)
         assert response.status_code == 200, path
+    export = client.get(CSV_URL)
+    assert export.status_code == 200
+    assert [row[0] for row in _csv(export)[1:]] == [delivery.id]  # any member may export
     page = _text(client.get(PAGE))
     assert "http://localhost:9000/hooks" in page
     assert "Only an OWNER or ADMIN of the account can add or change endpoints." in page
@@ -428,6 +619,7 @@ def test_a_failing_endpoint_is_flagged_on_the_webhooks_page_and_the_overview(app
     endpoint_id = _added(app, client, "http://localhost:9000/hooks")
     threshold = app.config["WEBHOOK_FAILING_ENDPOINT_ALERT"]
     assert "keep failing" not in _text(client.get(PAGE))
+    assert "dead letters" not in _text(client.get(PAGE))  # none yet: nothing to say
     assert "keeps failing" not in _text(client.get("/dashboard/"))
     with app.app_context():
         db.session.execute(sa.update(WebhookEndpoint).values(consecutive_dead_letters=threshold))
@@ -437,6 +629,7 @@ def test_a_failing_endpoint_is_flagged_on_the_webhooks_page_and_the_overview(app
     assert (
         'Deliveries to <span class="mono">http://localhost:9000/hooks</span> keep failing' in page
     )
+    assert f'<span class="muted">{threshold} dead letters in a row</span>' in page
     failed = f"{LOG}?mode=test&status=FAILED&endpoint_id={endpoint_id}"
     assert f'<a href="{failed}">See its failed deliveries</a>' in page
     assert client.get(failed).status_code == 200
@@ -463,6 +656,7 @@ def test_another_accounts_endpoints_and_deliveries_are_404(app, client, owner):
     assert client.get(f"{PAGE}?edit={endpoint_id}").status_code == 404
     assert client.get(f"{LOG}/{delivery.id}?mode=test").status_code == 404
     assert client.get(f"{LOG}?endpoint_id={endpoint_id}").status_code == 400
+    assert client.get(f"{CSV_URL}?endpoint_id={endpoint_id}").status_code == 400
     endpoint_path = f"{PAGE}/{endpoint_id}"
     posts = {
         endpoint_path: {"url": "http://x.test/", "events": ["charge.paid"], "status": "ACTIVE"},
@@ -481,3 +675,7 @@ def test_another_accounts_endpoints_and_deliveries_are_404(app, client, owner):
         None,
     )
     assert count_rows(app, WebhookDelivery) == 1
+
+    _live_delivery(app, other)
+    for query in ("", "?mode=live", "?status=PENDING"):
+        assert _csv(client.get(f"{CSV_URL}{query}")) == [CSV_HEADER], query
