@@ -4,7 +4,6 @@ states that say what to do next; never another account's figures."""
 
 import html
 import re
-import uuid
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -13,19 +12,12 @@ import sqlalchemy as sa
 from app.extensions import db
 from app.models import (
     KeyMode,
-    LedgerAccount,
-    Origin,
     SettlementRelease,
-    Transaction,
     TransactionStatus,
-    Withdrawal,
-    WithdrawalStatus,
-    WithdrawalType,
 )
-from app.services import ledger
 from app.services.business_days import SAO_PAULO
-from app.services.ledger import Line
 from tests.support import factories
+from tests.support import ledger_rows as rows
 from tests.support import payouts as payout_calls
 from tests.support.charges import created, pay
 from tests.support.dashboard import sign_in
@@ -54,100 +46,21 @@ def _section(page: str, heading_id: str) -> str:
     return page[start : page.find("<h2", start)]
 
 
-def _payment(
-    app,
-    account_id: str,
-    created_at: datetime,
-    amount: int,
-    status: TransactionStatus = S.PAID,
-    mode: KeyMode = KeyMode.TEST,
-    currency: str = "BRL",
-) -> None:
-    """A transaction row as the services leave it; paid a minute after its creation."""
-    paid = status == S.PAID
-    with app.app_context():
-        db.session.add(
-            Transaction(
-                account_id=account_id,
-                mode=mode,
-                origin=Origin.PAYMENTS,
-                status=status,
-                amount=amount,
-                currency=currency,
-                payment_methods=["PIX"],
-                paid_with="PIX" if paid else None,
-                created_at=created_at,
-                finalised_at=created_at,
-                paid_at=created_at + timedelta(minutes=1) if paid else None,
-            )
-        )
-        db.session.commit()
-
-
-def _credit(app, account_id: str, amount: int, mode=KeyMode.TEST, balance=LedgerAccount.AVAILABLE):
-    """Money booked to a wallet balance, as the settlement and release postings do."""
-    with app.app_context():
-        ledger.post(
-            account_id=account_id,
-            mode=mode,
-            currency="BRL",
-            kind="charge_settlement",
-            reference_id=uuid.uuid4().hex,
-            description=f"Credit of {amount}",
-            lines=[Line(balance, amount), Line(LedgerAccount.PROVIDER_CLEARING, -amount)],
-        )
-        db.session.commit()
-
-
-def _pending_release(app, account_id: str, amount: int, release_at: datetime, mode=KeyMode.TEST):
-    _credit(app, account_id, amount, mode, LedgerAccount.PENDING)
-    with app.app_context():
-        db.session.add(
-            SettlementRelease(
-                wallet_id=ledger.locked_wallet(account_id, mode, "BRL").id,
-                reference_id=uuid.uuid4().hex,
-                amount=amount,
-                release_at=release_at,
-            )
-        )
-        db.session.commit()
-
-
-def _payout(app, account_id: str, amount: int, mode=KeyMode.TEST, status=WithdrawalStatus.PENDING):
-    with app.app_context():
-        db.session.add(
-            Withdrawal(
-                account_id=account_id,
-                mode=mode,
-                status=status,
-                type=WithdrawalType.PIX,
-                amount=amount,
-                fee=0,
-                currency="BRL",
-                pix_key="ana@example.com",
-                pix_key_type="EMAIL",
-            )
-        )
-        db.session.commit()
-
-
-def _sao_paulo(day: date, hour: int, minute: int = 0) -> datetime:
-    return datetime(day.year, day.month, day.day, hour, minute, tzinfo=SAO_PAULO).astimezone(UTC)
-
-
 def test_todays_figures_and_the_daily_chart_count_sao_paulo_days(app, client, owner, frozen):
     account = owner.account_id
     today, yesterday = date(2026, 11, 23), date(2026, 11, 22)
     first_day = date(2026, 10, 25)  # the 30th day back, today included
-    assert _sao_paulo(today, 0) == datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
-    _payment(app, account, _sao_paulo(today, 0), 123_456)  # 03:00 UTC: today's first minute
-    _payment(app, account, _sao_paulo(today, 9), 10_000)
-    _payment(app, account, _sao_paulo(today, 8), 5_000, S.REFUSED)
-    _payment(app, account, _sao_paulo(today, 9, 30), 7_000, S.WAITING_PAYMENT)
-    _payment(app, account, _sao_paulo(yesterday, 23, 59), 30_000)  # 02:59 UTC on the 23rd
-    _payment(app, account, _sao_paulo(date(2026, 11, 10), 12), 20_000)
-    _payment(app, account, _sao_paulo(first_day, 0), 1_000)
-    _payment(app, account, _sao_paulo(first_day, 0) - timedelta(minutes=1), 99_900)  # too old
+    assert rows.sao_paulo(today, 0) == datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
+    rows.payment(app, account, rows.sao_paulo(today, 0), 123_456)  # 03:00 UTC: today's first minute
+    rows.payment(app, account, rows.sao_paulo(today, 9), 10_000)
+    rows.payment(app, account, rows.sao_paulo(today, 8), 5_000, S.REFUSED)
+    rows.payment(app, account, rows.sao_paulo(today, 9, 30), 7_000, S.WAITING_PAYMENT)
+    rows.payment(app, account, rows.sao_paulo(yesterday, 23, 59), 30_000)  # 02:59 UTC on the 23rd
+    rows.payment(app, account, rows.sao_paulo(date(2026, 11, 10), 12), 20_000)
+    rows.payment(app, account, rows.sao_paulo(first_day, 0), 1_000)
+    rows.payment(
+        app, account, rows.sao_paulo(first_day, 0) - timedelta(minutes=1), 99_900
+    )  # too old
     sign_in(client, owner)
 
     page = _text(client.get(PAGE))
@@ -187,8 +100,8 @@ def test_todays_figures_and_the_daily_chart_count_sao_paulo_days(app, client, ow
 
 
 def test_a_chart_per_currency_paid_the_primary_first(app, client, owner, frozen):
-    _payment(app, owner.account_id, NOW - timedelta(hours=1), 4_200, currency="USD")
-    _payment(app, owner.account_id, NOW - timedelta(days=2), 1_500)
+    rows.payment(app, owner.account_id, NOW - timedelta(hours=1), 4_200, currency="USD")
+    rows.payment(app, owner.account_id, NOW - timedelta(days=2), 1_500)
     sign_in(client, owner)
     page = _text(client.get(PAGE))
     assert page.index('id="chart-BRL-title"') < page.index('id="chart-USD-title"')
@@ -226,8 +139,8 @@ def test_balances_releases_and_pending_payouts_of_a_merchant(app, client, monkey
 def test_the_next_releases_soonest_first(app, client, owner):
     soon = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
     for day in range(6, 0, -1):
-        _pending_release(app, owner.account_id, 1_000 * day, soon + timedelta(days=day - 1))
-    _pending_release(app, owner.account_id, 50, soon)  # due at the same moment: added up
+        rows.pending_release(app, owner.account_id, 1_000 * day, soon + timedelta(days=day - 1))
+    rows.pending_release(app, owner.account_id, 50, soon)  # due at the same moment: added up
     sign_in(client, owner)
     releases = _section(_text(client.get(PAGE)), "upcoming-releases")
     amounts = re.findall(r'<td class="amount">([^<]+)</td>', releases)
@@ -237,14 +150,14 @@ def test_the_next_releases_soonest_first(app, client, owner):
 
 def test_test_and_live_figures_stay_apart(app, client, owner, frozen):
     account = owner.account_id
-    _payment(app, account, NOW - timedelta(hours=1), 1_111)
-    _payment(app, account, NOW - timedelta(hours=1), 77_777, mode=KeyMode.LIVE)
-    _credit(app, account, 2_222)
-    _credit(app, account, 500_000, KeyMode.LIVE)
-    _pending_release(app, account, 3_333, NOW + timedelta(days=1))
-    _pending_release(app, account, 44_444, NOW + timedelta(days=2), KeyMode.LIVE)
-    _payout(app, account, 555)
-    _payout(app, account, 66_666, KeyMode.LIVE)
+    rows.payment(app, account, NOW - timedelta(hours=1), 1_111)
+    rows.payment(app, account, NOW - timedelta(hours=1), 77_777, mode=KeyMode.LIVE)
+    rows.credit(app, account, 2_222)
+    rows.credit(app, account, 500_000, KeyMode.LIVE)
+    rows.pending_release(app, account, 3_333, NOW + timedelta(days=1))
+    rows.pending_release(app, account, 44_444, NOW + timedelta(days=2), KeyMode.LIVE)
+    rows.payout(app, account, 555)
+    rows.payout(app, account, 66_666, KeyMode.LIVE)
     sign_in(client, owner)
 
     test_page = _text(client.get(PAGE))
@@ -286,12 +199,12 @@ def test_an_empty_account_says_what_to_do_next(client, owner):
 
 def test_another_accounts_figures_never_show(app, client, owner, frozen):
     stranger = factories.make_account(app, "Alheia")
-    _payment(app, stranger, NOW - timedelta(hours=1), 88_888)
-    _payment(app, stranger, NOW - timedelta(hours=2), 1_234, S.REFUSED)
-    _credit(app, stranger, 99_999)
-    _pending_release(app, stranger, 12_121, NOW + timedelta(days=1))
-    _payout(app, stranger, 34_343)
-    _payment(app, owner.account_id, NOW - timedelta(hours=1), 100)
+    rows.payment(app, stranger, NOW - timedelta(hours=1), 88_888)
+    rows.payment(app, stranger, NOW - timedelta(hours=2), 1_234, S.REFUSED)
+    rows.credit(app, stranger, 99_999)
+    rows.pending_release(app, stranger, 12_121, NOW + timedelta(days=1))
+    rows.payout(app, stranger, 34_343)
+    rows.payment(app, owner.account_id, NOW - timedelta(hours=1), 100)
     sign_in(client, owner)
 
     page = _text(client.get(PAGE))
@@ -304,7 +217,7 @@ def test_another_accounts_figures_never_show(app, client, owner, frozen):
 
 
 def test_the_page_keeps_to_the_content_security_policy(app, client, owner, frozen):
-    _payment(app, owner.account_id, NOW - timedelta(hours=1), 100)
+    rows.payment(app, owner.account_id, NOW - timedelta(hours=1), 100)
     sign_in(client, owner)
     response = client.get(PAGE)
     page = response.get_data(as_text=True)
