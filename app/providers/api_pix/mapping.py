@@ -1,0 +1,250 @@
+"""Our records in the words of the Banco Central's API Pix (`bacen/pix-api` 2.9.0), and back.
+
+Pure functions, no I/O: the client moves the JSON, these decide what it means.
+
+Status choices, against the transaction statuses (app/models/transaction.py) and the public
+ones (app/formats/charges.py `PUBLIC_STATUS`):
+
+- `ATIVA` → WAITING_PAYMENT (public `pending`): the state a charge enters once its code is
+  issued. The API Pix keeps an expired cob `ATIVA`; expiry stays ours (`charges.expire_due`).
+- `CONCLUIDA` → PAID (public `paid`). Only a signal: money is credited when the Pix itself
+  (webhook or `GET /pix`) goes through `pix_payments.receive`, which checks amount and payer.
+- `REMOVIDA_PELO_USUARIO_RECEBEDOR` and `REMOVIDA_PELO_PSP` → CANCELLED (public `cancelled`):
+  nobody can pay it any more, and it was not a lapse of time (that would be EXPIRED).
+
+Refund statuses land on `RefundStatus`: `EM_PROCESSAMENTO` → IN_PROGRESS, `DEVOLVIDO` →
+REFUNDED, `NAO_REALIZADO` → FAILED. A devolução whose `natureza` is in `MED_NATUREZAS` was
+forced by the MED (fraud or operational failure), not asked for by the merchant.
+"""
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from app.formats.locations import ACTIVE, COMPLETED, REMOVED_BY_PSP
+from app.models import RefundStatus, TransactionStatus
+from app.pix.brcode import format_amount
+from app.pix.documents import strip_formatting, tax_id_kind
+from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
+
+REMOVED_BY_RECEIVER = "REMOVIDA_PELO_USUARIO_RECEBEDOR"
+CHARGE_STATUS = {
+    ACTIVE: TransactionStatus.WAITING_PAYMENT,
+    COMPLETED: TransactionStatus.PAID,
+    REMOVED_BY_RECEIVER: TransactionStatus.CANCELLED,
+    REMOVED_BY_PSP: TransactionStatus.CANCELLED,
+}
+REFUND_STATUS = {
+    "EM_PROCESSAMENTO": RefundStatus.IN_PROGRESS,
+    "DEVOLVIDO": RefundStatus.REFUNDED,
+    "NAO_REALIZADO": RefundStatus.FAILED,
+}
+MED_NATUREZAS = frozenset({"MED_OPERACIONAL", "MED_FRAUDE"})
+DEVOLUCAO_ID_PATTERN = re.compile(r"[a-zA-Z0-9]{1,35}")
+# ASCII digits only: `\d` would also take Arabic-Indic and other Unicode digits.
+VALOR_PATTERN = re.compile(r"[0-9]{1,10}\.[0-9]{2}")
+
+
+@dataclass(frozen=True)
+class Devolucao:
+    """A refund of a received Pix, as the PSP reports it."""
+
+    id: str
+    rtr_id: str | None
+    amount: int
+    natureza: str | None
+    status: str
+    requested_at: datetime | None
+    settled_at: datetime | None
+    reason: str | None
+
+    @property
+    def is_med(self) -> bool:
+        return self.natureza in MED_NATUREZAS
+
+
+@dataclass(frozen=True)
+class PixEntry:
+    """A received Pix from a webhook or `GET /pix`. `payer_document` and `payer_name` come
+    from `pagador`, an extension many PSPs add (the standard only has the free-text
+    `infoPagador`); None when the PSP does not send it."""
+
+    end_to_end_id: str
+    txid: str | None
+    amount: int
+    received_at: datetime
+    payer_message: str | None
+    payer_document: str | None
+    payer_name: str | None
+    devolucoes: tuple[Devolucao, ...]
+
+
+def txid_for(transaction_id: str) -> str:
+    """The txid of a transaction's cob: its uuid's 32 hex digits, so a retry after a timeout
+    binds the same txid and the PSP answers with the charge it already holds."""
+    try:
+        return uuid.UUID(transaction_id).hex
+    except ValueError as error:
+        raise ValueError(f"not a transaction id (a uuid): {transaction_id!r}") from error
+
+
+def devolucao_id_for(refund_id: str) -> str:
+    """The devolução id of one of our refunds: the same retry-safe rule as `txid_for`."""
+    return txid_for(refund_id)
+
+
+def valor(amount_minor: int) -> str:
+    """`1234` → `"12.34"`, the API's `\\d{1,10}\\.\\d{2}`; zero, negative or too large →
+    ValueError."""
+    return format_amount(amount_minor)
+
+
+def amount_from_valor(text: object) -> int:
+    """`"12.34"` → `1234`, strictly: no sign, comma, exponent, spaces or missing decimals."""
+    if not isinstance(text, str) or not VALOR_PATTERN.fullmatch(text):
+        raise ValueError(f"valor must look like 12.34 (up to 10 digits, 2 decimals): {text!r}")
+    return int(text.replace(".", ""))
+
+
+def cob_body(
+    amount_minor: int,
+    expires_in: int,
+    payer_name: str | None,
+    payer_document: str | None,
+    *,
+    receiver_key: str,
+) -> dict:
+    """The body of `PUT /cob/{txid}`. `devedor` needs both a name and a CPF or CNPJ, so it
+    is sent only when both are given; a document that is neither is a ValueError."""
+    if expires_in <= 0:
+        raise ValueError("calendario.expiracao must be a positive number of seconds")
+    body = {
+        "calendario": {"expiracao": expires_in},
+        "valor": {"original": valor(amount_minor)},
+        "chave": receiver_key,
+    }
+    if payer_name and payer_document:
+        document = strip_formatting(payer_document.strip()).upper()
+        kind = tax_id_kind(document)
+        if kind is None:
+            raise ValueError("the payer document is neither a valid CPF nor a valid CNPJ")
+        body["devedor"] = {kind.lower(): document, "nome": payer_name}
+    return body
+
+
+def parse_webhook(body: object) -> list[PixEntry]:
+    """The Pix in a webhook call `{"pix": [...]}` (several per call are allowed); a body of
+    any other shape is a ValueError saying what is wrong."""
+    if not isinstance(body, Mapping) or not isinstance(body.get("pix"), list):
+        raise ValueError('the webhook body must be an object with a "pix" list')
+    if not body["pix"]:
+        raise ValueError('the webhook "pix" list is empty')
+    return [_parse_pix(item, f"pix[{index}]") for index, item in enumerate(body["pix"])]
+
+
+def parse_pix(item: object) -> PixEntry:
+    """One Pix from `GET /pix/{e2eid}` or a page of `GET /pix`."""
+    return _parse_pix(item, "pix")
+
+
+def _parse_pix(item: object, where: str) -> PixEntry:
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where} must be an object")
+    end_to_end_id = _required_text(item, "endToEndId", where)
+    if not END_TO_END_PATTERN.fullmatch(end_to_end_id):
+        raise ValueError(f"{where}.endToEndId is not an end-to-end id: {end_to_end_id!r}")
+    txid = _optional_text(item, "txid", where)
+    if txid is not None and not TXID_PATTERN.fullmatch(txid):
+        raise ValueError(f"{where}.txid is not a txid: {txid!r}")
+    payer = item.get("pagador")
+    if payer is not None and not isinstance(payer, Mapping):
+        raise ValueError(f"{where}.pagador must be an object")
+    payer = payer or {}
+    return PixEntry(
+        end_to_end_id=end_to_end_id,
+        txid=txid,
+        amount=_positive_amount(item.get("valor"), f"{where}.valor"),
+        received_at=_timestamp(item.get("horario"), f"{where}.horario"),
+        payer_message=_optional_text(item, "infoPagador", where),
+        payer_document=_optional_text(payer, "cpf", f"{where}.pagador")
+        or _optional_text(payer, "cnpj", f"{where}.pagador"),
+        payer_name=_optional_text(payer, "nome", f"{where}.pagador"),
+        devolucoes=_devolucoes(item.get("devolucoes"), f"{where}.devolucoes"),
+    )
+
+
+def _devolucoes(raw: object, where: str) -> tuple[Devolucao, ...]:
+    """A list, a single object (one published example sends that) or nothing."""
+    if raw is None:
+        return ()
+    items = [raw] if isinstance(raw, Mapping) else raw
+    if not isinstance(items, list):
+        raise ValueError(f"{where} must be a list or an object")
+    return tuple(parse_devolucao(entry, f"{where}[{index}]") for index, entry in enumerate(items))
+
+
+def parse_devolucao(entry: object, where: str = "devolucao") -> Devolucao:
+    """One devolução, from a Pix's `devolucoes` or `GET|PUT /pix/{e2eid}/devolucao/{id}`."""
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"{where} must be an object")
+    status = _required_text(entry, "status", where)
+    if status not in REFUND_STATUS:
+        raise ValueError(f"{where}.status is unknown: {status!r}")
+    times = entry.get("horario") or {}
+    if not isinstance(times, Mapping):
+        raise ValueError(f"{where}.horario must be an object")
+    return Devolucao(
+        id=_required_text(entry, "id", where),
+        rtr_id=_optional_text(entry, "rtrId", where),
+        amount=_positive_amount(entry.get("valor"), f"{where}.valor"),
+        natureza=_optional_text(entry, "natureza", where),
+        status=status,
+        requested_at=_optional_timestamp(times.get("solicitacao"), f"{where}.horario.solicitacao"),
+        settled_at=_optional_timestamp(times.get("liquidacao"), f"{where}.horario.liquidacao"),
+        reason=_optional_text(entry, "motivo", where),
+    )
+
+
+def _positive_amount(raw: object, where: str) -> int:
+    try:
+        amount = amount_from_valor(raw)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from error
+    if amount == 0:
+        raise ValueError(f"{where} must be more than zero")
+    return amount
+
+
+def _required_text(item: Mapping, name: str, where: str) -> str:
+    value = item.get(name)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{where}.{name} is required (a non-empty string)")
+    return value
+
+
+def _optional_text(item: Mapping, name: str, where: str) -> str | None:
+    value = item.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{where}.{name} must be a string")
+    return value or None
+
+
+def _timestamp(raw: object, where: str) -> datetime:
+    """RFC 3339 with an offset (`Z` or `±hh:mm`), in UTC."""
+    if not isinstance(raw, str):
+        raise ValueError(f"{where} is required (an RFC 3339 timestamp)")
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError as error:
+        raise ValueError(f"{where} is not an RFC 3339 timestamp: {raw!r}") from error
+    if moment.tzinfo is None:
+        raise ValueError(f"{where} has no time zone offset: {raw!r}")
+    return moment.astimezone(UTC)
+
+
+def _optional_timestamp(raw: object, where: str) -> datetime | None:
+    return None if raw is None else _timestamp(raw, where)
