@@ -29,12 +29,12 @@ def create_app(config: dict | None = None) -> Flask:
 
 def trust_proxies(app: Flask) -> None:
     """Behind TRUSTED_PROXY_HOPS proxies, the client's address and scheme are the ones they
-    forward (X-Forwarded-For, -Proto, -Host), not the last proxy's; sign-in throttling and the
-    logs count clients, not the load balancer. With none, forwarded headers are ignored, so a
-    client cannot choose its own address."""
+    forward (X-Forwarded-For, -Proto), not the last proxy's; sign-in throttling and the logs
+    count clients, not the load balancer. With none, forwarded headers are ignored, so a client
+    cannot choose its own address. The host is never taken from them (PUBLIC_BASE_URL is)."""
     hops = app.config["TRUSTED_PROXY_HOPS"]
     if hops:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)
 
 
 def register_logging(app: Flask) -> None:

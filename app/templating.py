@@ -1,6 +1,7 @@
 """Jinja filters and globals for every page: São Paulo time with the zone named, and money
 in Brazilian notation from integer minor units."""
 
+import re
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -11,6 +12,8 @@ from app.errors import current_request_id
 
 DISPLAY_TIMEZONE = ZoneInfo("America/Sao_Paulo")
 ZONE_NAMED = "(America/Sao_Paulo)"
+# Where an address may wrap: after `//`, and before `/ . ? # & =` unless just after `/` or `:`.
+URL_BREAK = re.compile(r"(?<=//)(?=[^/])|(?<=[^/:])(?=[/.?#&=])")
 CURRENCY_SYMBOLS = {"BRL": "R$", "EUR": "€", "USD": "US$"}
 
 
@@ -43,9 +46,16 @@ def money(amount: int | None, currency: str = "BRL") -> str:
     return f"{sign}{symbol} {grouped},{cents:02d}"
 
 
+def breakable_url(url: str) -> Markup:
+    """The address with a line-break opportunity (`<wbr>`) between its parts, so a narrow
+    cell wraps it at a slash or a dot instead of every few characters."""
+    return Markup("<wbr>").join(URL_BREAK.split(url))
+
+
 def register_templating(app: Flask) -> None:
     app.add_template_filter(local_time_element, "local_datetime")
     app.add_template_filter(money)
+    app.add_template_filter(breakable_url)
 
     @app.context_processor
     def request_context():

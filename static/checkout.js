@@ -169,14 +169,17 @@
     }
     window.fetch(form.action, { method: "POST", body: new FormData(form), credentials: "same-origin" })
       .then(function (response) {
-        if (!response.ok) {
-          throw new Error("simulate failed");
+        return response.ok;
+      }, function () {
+        return false;
+      })
+      .then(function (posted) {
+        if (!posted) {
+          form.submit();
+          return;
         }
         window.clearTimeout(pollTimer);
         poll();
-      })
-      .catch(function () {
-        form.submit();
       });
   });
 

@@ -138,11 +138,6 @@ def destination(payout: Withdrawal, *, whole: bool = False) -> str:
     return f"{address} ({payout.crypto_network})"
 
 
-def wallet_debit(payout: Withdrawal) -> int:
-    """What approval takes from the wallet: the amount, which the recipient gets, plus the fee."""
-    return payout.amount + payout.fee
-
-
 def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
     membership = current_membership()
     mode = MODES[filters.mode]
@@ -159,7 +154,6 @@ def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
         available=wallets.balance(g.account_id, mode, wallets.PRIMARY_CURRENCY).available,
         confirm_form=ConfirmForm(formdata=None),
         destination=destination,
-        wallet_debit=wallet_debit,
         csv_args=filters.args(page=1),  # the export is every page
     )
     return html, status
@@ -181,7 +175,7 @@ def _csv_values(payout: Withdrawal) -> tuple:
         str(payout.type),
         payout.amount,
         payout.fee,
-        wallet_debit(payout),
+        payout.wallet_debit,
         spreadsheet_cell(payout.currency),
         spreadsheet_cell(destination(payout, whole=True)),
         spreadsheet_cell(payout.description or ""),

@@ -11,7 +11,6 @@ the answer to the POST that made it: never in a redirect, a flash or the session
 
 import json
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
@@ -19,7 +18,6 @@ from functools import wraps
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
-from markupsafe import Markup
 
 from app.dashboard import bp
 from app.dashboard.charges import MODES
@@ -48,8 +46,6 @@ DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
 EVENT_TYPES = event_catalog.DELIVERABLE
 EVENT_DESCRIPTIONS = {entry.event: entry.description for entry in event_catalog.CATALOG}
 FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
-# Where an address may wrap: after `//`, and before `/ . ? # & =` unless just after `/` or `:`.
-URL_BREAK = re.compile(r"(?<=//)(?=[^/])|(?<=[^/:])(?=[/.?#&=])")
 EXPORT_CHUNK = 500  # deliveries read per round trip while the CSV streams
 CSV_COLUMNS = (
     "id",
@@ -96,13 +92,6 @@ class DeliveryFilters(QueryFilters):
     event_type: str | None = None
     endpoint_id: str | None = None
     page: int = 1
-
-
-@bp.app_template_filter()
-def breakable_url(url: str) -> Markup:
-    """The address with a line-break opportunity (`<wbr>`) between its parts, so a narrow
-    cell wraps it at a slash or a dot instead of every few characters."""
-    return Markup("<wbr>").join(URL_BREAK.split(url))
 
 
 def managers_only(view: Callable) -> Callable:

@@ -67,3 +67,8 @@ class Withdrawal(db.Model):
     @property
     def net_amount(self) -> int:
         return self.amount - self.fee
+
+    @property
+    def wallet_debit(self) -> int:
+        """What approval takes from the wallet: the amount sent plus the fee on top."""
+        return self.amount + self.fee

@@ -1,16 +1,17 @@
 """Login throttling: failed sign-ins counted in Redis, per e-mail and per client address.
 
 One mechanism for the dashboard form and the API login. The counts live in Redis so every web
-process sees them. Once a count reaches its limit, further attempts are refused before the
-password is checked, so guessing costs nothing but time. Each failure restarts the window, so
-a lock ends one window after the last failure and a key never lives without an expiry. A
-success clears the e-mail's count only: clearing the address's count would let someone with
-one valid account guess others' passwords from the same address for ever. Keys hold SHA-256
-digests, not e-mails or addresses. If Redis cannot be reached, sign-in goes on unthrottled
-(logged) rather than becoming impossible.
+process sees them. Each attempt is counted before its password is checked, atomically, so
+parallel guesses cannot slip past the limit; past it, attempts are refused unchecked until the
+window, started by the first failure, ends. A success clears the e-mail's count and gives the
+address back only its own attempt: clearing the address's count would let someone with one
+valid account guess others' passwords from the same address for ever. IPv6 clients count by
+their /64 (one subscriber's block). Keys hold SHA-256 digests, not e-mails or addresses. If
+Redis cannot be reached, sign-in goes on unthrottled (logged) rather than becoming impossible.
 """
 
 import hashlib
+import ipaddress
 import logging
 import math
 from collections.abc import Iterator
@@ -35,69 +36,87 @@ class _Counter:
     limit: int
 
 
+# One attempt counted and its window started with the first, atomically: no key ever lives
+# without an expiry, and parallel attempts each see their own count (no check-then-count race).
+_RESERVE = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return {count, redis.call('TTL', KEYS[1])}
+"""
+# An attempt given back (it failed for another reason, or the address's success): never
+# recreates an expired key, which would then live for ever.
+_GIVE_BACK = """
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DECR', KEYS[1]) end
+"""
+
+
 @contextmanager
 def guard(email: str, client_ip: str | None) -> Iterator[None]:
-    """Wrap a login: refused (RateLimited) while locked; an Unauthorized from inside counts
-    as a failure, a clean exit clears the e-mail's count, other errors count for nothing."""
-    ensure_allowed(email, client_ip)
+    """Wrap a login. The attempt is counted before the password is checked and refused
+    (RateLimited) past a limit; an Unauthorized from inside leaves it counted as a failure, a
+    success clears the e-mail's count and gives the address its attempt back, and any other
+    error gives both back."""
+    counters = _counters(email, client_ip)
+    reserved = _reserve(counters, client_ip)
     try:
         yield
     except Unauthorized:
-        record_failure(email, client_ip)
         raise
-    clear(email)
+    except Exception:
+        _give_back(counters if reserved else [])
+        raise
+    if reserved:
+        _clear_after_success(counters)
 
 
-def ensure_allowed(email: str, client_ip: str | None) -> None:
-    """Raise RateLimited, with the seconds until the lock ends, when a count is at its limit."""
-    counters = _counters(email, client_ip)
+def _reserve(counters: list["_Counter"], client_ip: str | None) -> bool:
+    """Count the attempt on every counter; RateLimited, with the seconds until the window
+    ends, when one is past its limit. False when Redis cannot be reached (not throttled)."""
+    window = current_app.config["LOGIN_FAILURE_WINDOW_SECONDS"]
     try:
-        with get_redis().pipeline(transaction=False) as pipe:
-            for counter in counters:
-                pipe.get(counter.key)
-                pipe.ttl(counter.key)
-            replies = pipe.execute()
+        redis = get_redis()
+        counts = [redis.eval(_RESERVE, 1, counter.key, window) for counter in counters]
     except RedisError:
         log.warning("login throttle unavailable; sign-in not throttled", exc_info=True)
-        return
-    window = current_app.config["LOGIN_FAILURE_WINDOW_SECONDS"]
+        return False
     locked_for = [
-        ttl if ttl > 0 else window
-        for counter, count, ttl in zip(counters, replies[::2], replies[1::2], strict=True)
-        if count is not None and int(count) >= counter.limit
+        int(ttl) if int(ttl) > 0 else window
+        for counter, (count, ttl) in zip(counters, counts, strict=True)
+        if int(count) > counter.limit
     ]
-    if locked_for:
-        retry_after = max(locked_for)
-        raise RateLimited(refusal_message(retry_after), retry_after=retry_after)
-
-
-def record_failure(email: str, client_ip: str | None) -> None:
-    """Count one failed attempt against the e-mail and the address (INCR + EXPIRE, atomic)."""
-    counters = _counters(email, client_ip)
-    window = current_app.config["LOGIN_FAILURE_WINDOW_SECONDS"]
-    try:
-        with get_redis().pipeline(transaction=True) as pipe:
-            for counter in counters:
-                pipe.incr(counter.key)
-                pipe.expire(counter.key, window)
-            counts = pipe.execute()[::2]
-    except RedisError:
-        log.warning("login throttle unavailable; failure not counted", exc_info=True)
-        return
-    for counter, count in zip(counters, counts, strict=True):
-        if count == counter.limit:
+    for counter, (count, _) in zip(counters, counts, strict=True):
+        if int(count) == counter.limit + 1:
             log.warning(
                 "sign-in locked after repeated failures",
                 extra={"counter": counter.kind, "client_ip": client_ip},
             )
+    if locked_for:  # a refused attempt is no failure: the counters it did not trip forget it
+        _give_back(
+            [c for c, (count, _) in zip(counters, counts, strict=True) if int(count) <= c.limit]
+        )
+        retry_after = max(locked_for)
+        raise RateLimited(refusal_message(retry_after), retry_after=retry_after)
+    return True
 
 
-def clear(email: str) -> None:
-    """Forget the e-mail's failures (after a successful sign-in)."""
+def _clear_after_success(counters: list["_Counter"]) -> None:
+    email_counter, *others = counters
     try:
-        get_redis().delete(_email_counter(email).key)
+        redis = get_redis()
+        redis.delete(email_counter.key)
+        for counter in others:
+            redis.eval(_GIVE_BACK, 1, counter.key)
     except RedisError:
         log.warning("login throttle unavailable; failures not cleared", exc_info=True)
+
+
+def _give_back(counters: list["_Counter"]) -> None:
+    try:
+        redis = get_redis()
+        for counter in counters:
+            redis.eval(_GIVE_BACK, 1, counter.key)
+    except RedisError:
+        log.warning("login throttle unavailable; attempt not given back", exc_info=True)
 
 
 def refusal_message(retry_after: int) -> str:
@@ -110,7 +129,7 @@ def _counters(email: str, client_ip: str | None) -> list[_Counter]:
     counters = [_email_counter(email)]
     per_ip_limit = current_app.config["LOGIN_MAX_FAILURES_PER_IP"]
     if client_ip and per_ip_limit:
-        counters.append(_Counter("ip", _key("ip", client_ip), per_ip_limit))
+        counters.append(_Counter("ip", _key("ip", _client_block(client_ip)), per_ip_limit))
     return counters
 
 
@@ -120,6 +139,17 @@ def _email_counter(email: str) -> _Counter:
     except InvalidRequest:  # no account can have it; still counted, as login accepts it
         identity = email.strip().lower()
     return _Counter("email", _key("email", identity), current_app.config["LOGIN_MAX_FAILURES"])
+
+
+def _client_block(client_ip: str) -> str:
+    """An IPv4 address as it is; an IPv6 address as its /64, which one subscriber holds whole."""
+    try:
+        address = ipaddress.ip_address(client_ip)
+    except ValueError:
+        return client_ip
+    if address.version == 6:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 def _key(kind: str, value: str) -> str:

@@ -4,6 +4,7 @@ never stops logins."""
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from redis import Redis
@@ -139,3 +140,25 @@ def test_without_trusted_proxies_a_forwarded_address_is_ignored(app, client, mon
     _fail_forwarded(client, "one@merchant.example.com", "198.51.100.1", 2)
     _fail_forwarded(client, "two@merchant.example.com", "198.51.100.2", 1)
     _assert_locked(_login(client, "three@merchant.example.com", "any"))  # one address: ours
+
+
+def test_parallel_guesses_cannot_pass_the_limit(app, owner):
+    """Each attempt is counted before its password is checked, so twelve guesses at once get
+    five answers of 'wrong password' at most; the rest are refused unchecked."""
+
+    def guess(_):
+        return _login(app.test_client(), owner.email, "wrong-password").status_code
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        statuses = list(pool.map(guess, range(12)))
+    assert statuses.count(401) <= 5
+    assert statuses.count(429) >= 7
+    assert set(statuses) <= {401, 429}
+
+
+def test_an_ipv6_client_counts_by_its_64_block(app, client, monkeypatch):
+    monkeypatch.setitem(app.config, "LOGIN_MAX_FAILURES_PER_IP", 3)
+    for host in ("1", "2", "3"):
+        _fail(client, f"guess{host}@merchant.example.com", 1, ip=f"2001:db8:1:2::{host}")
+    _assert_locked(_login(client, "other@merchant.example.com", "any", ip="2001:db8:1:2::ff"))
+    _fail(client, "other@merchant.example.com", 1, ip="2001:db8:1:3::1")  # another block

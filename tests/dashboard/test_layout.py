@@ -4,7 +4,7 @@ navigation that keeps a live page's mode, and times as <time> elements in São P
 import re
 from datetime import UTC, datetime
 
-from app.templating import local_datetime
+from app.templating import breakable_url, local_datetime
 from tests.support.dashboard import sign_in
 
 
@@ -47,3 +47,10 @@ def test_times_are_time_elements_in_sao_paulo_with_the_zone_kept_together(app):
         '<span class="zone">(America/Sao_Paulo)</span></time>'
     )
     assert local_datetime(moment) == "19/11/2026 23:30 (America/Sao_Paulo)"  # PDFs, messages
+
+
+def test_addresses_wrap_only_between_their_parts_and_stay_escaped():
+    shown = breakable_url("https://hooks.example.com/in?a=1&b=<x>")
+    assert shown == (
+        "https://<wbr>hooks<wbr>.example<wbr>.com<wbr>/in<wbr>?a<wbr>=1<wbr>&amp;b<wbr>=&lt;x&gt;"
+    )

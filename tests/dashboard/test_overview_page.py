@@ -123,12 +123,16 @@ def test_balances_releases_and_pending_payouts_of_a_merchant(app, client, monkey
     assert '<dt>Pending</dt><dd class="amount">R$ 250,00</dd>' in balances
     assert '<dt>Retained</dt><dd class="amount">R$ 0,00</dd>' in balances
     with app.app_context():
-        release_at = db.session.scalar(sa.select(SettlementRelease.release_at))
+        release_at = db.session.scalar(
+            sa.select(SettlementRelease.release_at).where(SettlementRelease.released_at.is_(None))
+        )
     releases = _section(page, "upcoming-releases")
     assert release_at.astimezone(SAO_PAULO).strftime("%d/%m/%Y %H:%M") in releases
     assert "R$ 250,00" in releases
     payouts = _section(page, "pending-payouts")
-    assert '2 payouts · <span class="amount">R$ 150,00</span>' in payouts
+    assert (
+        '2 payouts · <span class="amount">R$ 150,00</span> <span class="muted">requested' in payouts
+    )
     link = "/dashboard/payouts?mode=test&status=PENDING"
     assert f'<a href="{link}">Review pending test payouts</a>' in payouts
     listed = _text(client.get(link))

@@ -312,7 +312,7 @@ def test_the_log_lists_real_deliveries_and_filters_them(
     assert len(receiver.received) == 2
 
     text = _text(client.get(LOG))
-    assert text.count(f'<td class="mono">{receiver.url}</td>') == 2
+    assert text.count(f'<td class="mono endpoint">{receiver.url}</td>') == 2
     assert text.count('class="badge status-delivered">DELIVERED<') == 2
     assert '<td class="mono">charge.created</td>' in text
     assert '<td class="mono">payment.created</td>' in text
