@@ -15,6 +15,8 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
+from app.providers.api_pix.client import DEFAULT_SCOPES, DEFAULT_TIMEOUT_SECONDS, ApiPixSettings
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEVELOPMENT_SECRET = "dev-only-insecure-secret-change-me"  # noqa: S105 (refused outside dev)
 LOCAL_ENVIRONMENTS = frozenset({"development", "testing"})
@@ -48,6 +50,11 @@ def load_env_file() -> None:
 def _env_int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     return default if raw in (None, "") else int(raw)
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return default if raw in (None, "") else float(raw)
 
 
 def _env_json(name: str, default):
@@ -144,6 +151,18 @@ def load_settings() -> dict:
         "DISPUTE_OUTCOME_EVENTS": _env_bool("DISPUTE_OUTCOME_EVENTS", True),
         "DISPUTE_NOTICE_SWEEP_SECONDS": _env_int("DISPUTE_NOTICE_SWEEP_SECONDS", 60),
         "SANDBOX_DISPUTE_RESPONSE_HOURS": _env_int("SANDBOX_DISPUTE_RESPONSE_HOURS", 72),
+        "API_PIX_BASE_URL": os.environ.get("API_PIX_BASE_URL", "").rstrip("/"),
+        "API_PIX_TOKEN_URL": os.environ.get("API_PIX_TOKEN_URL", ""),
+        "API_PIX_CLIENT_ID": os.environ.get("API_PIX_CLIENT_ID", ""),
+        "API_PIX_CLIENT_SECRET": os.environ.get("API_PIX_CLIENT_SECRET", ""),
+        "API_PIX_RECEIVER_PIX_KEY": os.environ.get("API_PIX_RECEIVER_PIX_KEY", ""),
+        "API_PIX_SCOPES": os.environ.get("API_PIX_SCOPES") or DEFAULT_SCOPES,
+        "API_PIX_CERT_PATH": os.environ.get("API_PIX_CERT_PATH", ""),
+        "API_PIX_KEY_PATH": os.environ.get("API_PIX_KEY_PATH", ""),
+        "API_PIX_CA_PATH": os.environ.get("API_PIX_CA_PATH", ""),
+        "API_PIX_TIMEOUT_SECONDS": _env_float("API_PIX_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS),
+        "API_PIX_WEBHOOK_SECRET": os.environ.get("API_PIX_WEBHOOK_SECRET", ""),
+        "API_PIX_RECONCILE_SECONDS": _env_int("API_PIX_RECONCILE_SECONDS", 300),
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "SESSION_COOKIE_SECURE": _env_bool(
@@ -193,6 +212,35 @@ def validate_settings(config: dict) -> None:
         raise RuntimeError("TRUSTED_PROXY_HOPS must be 0 (no proxy in front) or more.")
     if config["LOGIN_MAX_FAILURES_PER_IP"] < 0:
         raise RuntimeError("LOGIN_MAX_FAILURES_PER_IP must be 0 (no limit per address) or more.")
+    validate_api_pix(config)
+
+
+def validate_api_pix(config: dict) -> None:
+    """With API_PIX_BASE_URL set, live mode runs on that PSP: its settings must be complete,
+    its files present and, outside a developer machine, the transport mutual TLS."""
+    if config["API_PIX_RECONCILE_SECONDS"] < 1:
+        raise RuntimeError("API_PIX_RECONCILE_SECONDS must be at least 1.")
+    if not config.get("API_PIX_BASE_URL"):
+        return
+    try:
+        settings = ApiPixSettings.from_config(config)
+    except ValueError as error:
+        raise RuntimeError(f"{error} (needed because API_PIX_BASE_URL is set).") from error
+    files = {
+        "API_PIX_CERT_PATH": settings.cert_path,
+        "API_PIX_KEY_PATH": settings.key_path,
+        "API_PIX_CA_PATH": settings.ca_path,
+    }
+    for name, path in files.items():
+        if path and not Path(path).is_file():
+            raise RuntimeError(f"{name} names no file: {path}")
+    if config["APP_ENV"] not in LOCAL_ENVIRONMENTS:
+        urls = (settings.base_url, settings.token_url)
+        if not settings.cert_path or not all(url.startswith("https://") for url in urls):
+            raise RuntimeError(
+                "API Pix runs over mutual TLS: API_PIX_BASE_URL and API_PIX_TOKEN_URL must be "
+                "https:// and API_PIX_CERT_PATH must name the client certificate."
+            )
 
 
 def validate_fee_schedule(schedule: dict) -> None:

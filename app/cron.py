@@ -7,6 +7,7 @@ from rq import cron
 
 from app.config import load_settings
 from app.jobs import (
+    api_pix,
     charges,
     disputes,
     maintenance,
@@ -41,3 +42,9 @@ cron.register(
     PERIODIC_QUEUE,
     interval=settings["DISPUTE_NOTICE_SWEEP_SECONDS"],
 )
+if settings.get("API_PIX_BASE_URL"):  # reconciliation only with a live PSP configured
+    cron.register(
+        api_pix.reconcile_received_pix,
+        PERIODIC_QUEUE,
+        interval=settings["API_PIX_RECONCILE_SECONDS"],
+    )

@@ -4,6 +4,7 @@ from flask import Flask
 
 from app.api import (
     api_keys,
+    api_pix_webhook,
     auth,
     charges,
     disputes,
@@ -34,6 +35,7 @@ RESOURCE_BLUEPRINTS = (
     webhooks.blp,
     *disputes.case_blueprints,
     disputes.sandbox_disputes_blp,
+    api_pix_webhook.blp,
 )
 
 

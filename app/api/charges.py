@@ -52,7 +52,7 @@ class Charges(MethodView):
     @idempotent("header")
     @blp.arguments(ChargeCreateSchema)
     @blp.response(201, ChargeSchema)
-    @blp.errors(400, 401, 403, 409, 422)
+    @blp.errors(400, 401, 403, 409, 422, 503)
     def post(self, new):
         """Create a Pix charge: the answer carries the BR Code, QR and checkout address."""
         return _create(new)

@@ -53,7 +53,7 @@ class Payments(MethodView):
     @idempotent("body")
     @blp.arguments(PaymentCreateSchema)
     @blp.response(201, PaymentCreatedSchema)
-    @blp.errors(400, 401, 403, 409, 422)
+    @blp.errors(400, 401, 403, 409, 422, 503)
     def post(self, new):
         """Create a payment; its method fields appear on GET once the provider finalises it."""
         return payments.create_payment(g.account_id, g.api_key.mode, new)

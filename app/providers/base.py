@@ -52,7 +52,7 @@ class PixCharge:
 class PixReturn:
     """A Pix return (devolução) sent back by the original end-to-end id."""
 
-    return_id: str
+    return_id: str | None  # the rtrId; a return still being processed may have none yet
     status: str
 
 

@@ -10,14 +10,14 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from app.errors import InvalidRequest
+from app.errors import InvalidRequest, ServiceUnavailable
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.pix.brcode import MAX_AMOUNT_LENGTH
 from app.providers import provider_for
-from app.providers.base import PixCharge, PixChargeRequest, ProviderError
+from app.providers.base import PixCharge, PixChargeRequest, ProviderError, ProviderRefused
 from app.services import customers, fraud, transactions
 from app.services.transactions import AWAITING_PAYMENT
 
@@ -81,7 +81,8 @@ def create_charge(
     """Create a Pix charge: pending with its code, or failed when the provider cannot make one.
 
     Nothing is created when a rule refuses the request (400), no provider serves the mode
-    (422) or the velocity guard trips (403).
+    (422), the velocity guard trips (403) or the provider's answer is lost (503: retry with
+    the same idempotency key).
     """
     fields = _validated(new)
     provider = provider_for(mode)
@@ -104,11 +105,16 @@ def create_charge(
     db.session.flush()
     try:
         pix = provider.create_charge(pix_request(charge, account))
-    except ProviderError as error:
+    except ProviderRefused as error:
         charge.provider = provider.name
         charge.metadata_ = {**charge.metadata_, "failure": failure(error.message, error.code)}
         transactions.transition(charge, TransactionStatus.REFUSED)
         return charge
+    except ProviderError as error:
+        raise ServiceUnavailable(
+            f"The Pix provider did not answer ({error.message}); retry with the same "
+            "Idempotency-Key.",
+        ) from error
     charge.provider = provider.name
     apply_pix(charge, pix)
     charge.expires_at = pix.expires_at

@@ -257,6 +257,12 @@ def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
         pix_payments.return_held_on_cancel(payment)
     try:
         settlement.withdraw_instructions(payment, provider_named(payment.provider, payment.mode))
+    except ProviderRefused as error:
+        raise InvalidRequest(
+            f"The provider refused to cancel the payment ({error.message}); it may have been "
+            "paid meanwhile: refund it once it settles.",
+            code="transaction_not_cancellable",
+        ) from error
     except ProviderError as error:
         raise ServiceUnavailable(
             f"The provider could not cancel the payment ({error.message}); retry."

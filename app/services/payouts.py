@@ -37,7 +37,7 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix import keys
 from app.pix.documents import strip_formatting, tax_id_kind
-from app.providers import provider_for, provider_named
+from app.providers import payout_provider_for, provider_named
 from app.providers.base import PayoutRejected, PayoutRequest
 from app.services import accounts, audit, fees, ledger, wallets
 from app.services.business_days import SAO_PAULO
@@ -111,7 +111,7 @@ def request_payout(membership: Membership, new: NewPayout) -> Withdrawal:
     account = _locked_account(membership.account_id)
     mode = KeyMode.TEST if new.test else KeyMode.LIVE
     destination = _destination(new, account)
-    provider = provider_for(mode)
+    provider = payout_provider_for(mode)
     fee = fees.payout_fee(new.type, new.amount)
     if new.amount <= fee:
         raise InvalidRequest(

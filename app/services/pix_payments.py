@@ -30,14 +30,10 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix.documents import strip_formatting
 from app.providers import provider_named
+from app.providers.api_pix.mapping import REFUND_STATUS
 from app.services import audit, charges, settlement, transactions
 from app.services.transactions import AWAITING_PAYMENT
 
-RETURN_STATUS = {
-    "DEVOLVIDO": RefundStatus.REFUNDED,
-    "EM_PROCESSAMENTO": RefundStatus.IN_PROGRESS,
-    "NAO_REALIZADO": RefundStatus.FAILED,
-}
 Outcome = ReceivedPixOutcome
 
 
@@ -194,7 +190,7 @@ def _return(charge: Transaction, received: ReceivedPix, reason: str) -> Refund:
     provider = provider_named(charge.provider, charge.mode)
     sent = provider.return_pix(received.end_to_end_id, received.amount, refund.id)
     refund.return_id = sent.return_id
-    refund.status = RETURN_STATUS[sent.status]
+    refund.status = REFUND_STATUS[sent.status]
     refund.updated_at = utcnow()
     if refund.status is RefundStatus.REFUNDED:
         refund.completed_at = refund.updated_at

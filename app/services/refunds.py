@@ -36,8 +36,8 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.pix import keys
-from app.providers import provider_named
-from app.providers.base import ProviderError, ProviderRefused, RefundRequest
+from app.providers import provider_named, require_pix_out, sends_pix_out
+from app.providers.base import PaymentProvider, ProviderError, ProviderRefused, RefundRequest
 from app.services import fees, ledger, payments, transactions
 from app.services.events import record_event
 from app.services.ledger import Line
@@ -73,8 +73,8 @@ class RefundOrder:
 def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: RefundOrder) -> Refund:
     """Debit the wallet and queue the refund; 400/422 with a clear code when it cannot be."""
     payment = transactions.lock(payments.get_payment(account_id, mode, payment_id).id)
-    _check_refundable(payment)
-    strategy, destination = _route(payment, order)
+    provider = _check_refundable(payment)
+    strategy, destination = _route(payment, order, provider)
     if order.amount is not None and order.amount <= 0:
         # The API schema refuses it first; the dashboard and other callers rely on this.
         # A negative refund would post a *credit* to available through `_debit`.
@@ -208,7 +208,8 @@ def due_refunds(now: datetime | None = None, limit: int = 200) -> list[str]:
     )
 
 
-def _check_refundable(payment: Transaction) -> None:
+def _check_refundable(payment: Transaction) -> PaymentProvider:
+    """The provider that will refund the payment, or 400/422 when it cannot be refunded."""
     if payment.status in DISPUTED:
         raise InvalidRequest(
             "This transaction is disputed and cannot be refunded: the disputed amount is held "
@@ -226,10 +227,14 @@ def _check_refundable(payment: Transaction) -> None:
             f"The provider of {payment.paid_with} payments does not support refunds.",
             code=REFUND_NOT_SUPPORTED,
         )
+    return provider
 
 
-def _route(payment: Transaction, order: RefundOrder) -> tuple[RefundStrategy | None, str | None]:
-    """The Pix strategy and destination key (cashout), or (None, None) for other methods."""
+def _route(
+    payment: Transaction, order: RefundOrder, provider: PaymentProvider
+) -> tuple[RefundStrategy | None, str | None]:
+    """The Pix strategy and destination key (cashout), or (None, None) for other methods.
+    A devolution is checked against the 90-day window here, before any money moves."""
     pix_options = (order.strategy, order.pass_fee_to_tenant, order.destination_key)
     if payment.paid_with != PIX:
         if any(option is not None for option in pix_options):
@@ -246,13 +251,18 @@ def _route(payment: Transaction, order: RefundOrder) -> tuple[RefundStrategy | N
                 param="destinationKey" if order.destination_key is not None else "passFeeToTenant",
             )
         if utcnow() - payment.paid_at > DEVOLUTION_WINDOW:
+            instead = (
+                "use the cashout strategy instead."
+                if sends_pix_out(provider)
+                else "this provider sends no Pix-outs, so it can no longer be refunded by Pix."
+            )
             raise InvalidRequest(
-                "A Pix devolution is possible for 90 days after the payment; use the cashout "
-                "strategy instead.",
+                f"A Pix devolution is possible for 90 days after the payment; {instead}",
                 code="refund_window_expired",
                 param="strategy",
             )
         return strategy, None
+    require_pix_out(provider)
     return strategy, _cashout_destination(payment, order.destination_key)
 
 

@@ -45,7 +45,7 @@ def test_idempotency_keys_are_kept_at_least_a_day(monkeypatch):
 def test_every_environment_variable_the_code_reads_is_in_the_readme():
     """Is the README's configuration table complete (a new setting cannot go undocumented)?"""
     root = PROJECT_ROOT
-    pattern = re.compile(r"(?:environ\.get|_env_int|_env_bool)\(\s*\"([A-Z][A-Z0-9_]+)\"")
+    pattern = re.compile(r"(?:environ\.get|_env_(?:int|float|bool))\(\s*\"([A-Z][A-Z0-9_]+)\"")
     sources = [*root.joinpath("app").rglob("*.py"), root / "worker.py", root / "wsgi.py"]
     read = {name for path in sources for name in pattern.findall(path.read_text())}
     readme = root.joinpath("README.md").read_text()

@@ -1,0 +1,206 @@
+"""The live Pix provider: our charges and refunds as one PSP's API Pix calls.
+
+It receives Pix (immediate charges, `cob`) and sends them back (devoluções); it sends no
+Pix-outs, so payouts and cashout refunds are refused before they reach it
+(`app.providers.payout_provider_for`). Every id it hands the PSP is derived from ours
+(`txid_for`, `devolucao_id_for`), so a retry after an outcome-unknown failure asks for the
+same thing again; when the PSP refuses the repeated request, the record it already holds is
+read back and used if it is the one we asked for.
+"""
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from app.models import RefundStatus
+from app.models.base import utcnow
+from app.providers.api_pix.client import ApiPixClient, ApiPixRefused, ApiPixUnavailable
+from app.providers.api_pix.mapping import (
+    REFUND_STATUS,
+    REMOVED_BY_RECEIVER,
+    Devolucao,
+    cob_body,
+    devolucao_id_for,
+    parse_devolucao,
+    txid_for,
+    valor,
+)
+from app.providers.base import (
+    PaymentInstructions,
+    PaymentProvider,
+    PaymentRequest,
+    PayoutRequest,
+    PayoutSent,
+    PixCharge,
+    PixChargeRequest,
+    PixReturn,
+    ProviderError,
+    ProviderRefused,
+    ProviderStatus,
+    RefundRequest,
+    RefundState,
+)
+
+PIX, BRL = "PIX", "BRL"
+DEVOLUTION = "devolution"
+ORIGINAL = "ORIGINAL"
+REMOVED_STATUSES = frozenset({REMOVED_BY_RECEIVER, "REMOVIDA_PELO_PSP"})
+END_TO_END_LENGTH = 32
+
+
+class ApiPixProvider(PaymentProvider):
+    name = "api_pix"
+    refundable_methods = frozenset({PIX})
+
+    def __init__(self, client: ApiPixClient):
+        self.client = client
+
+    def supports(self, method: str, currency: str, amount: int) -> bool:
+        return method == PIX and currency == BRL and amount > 0
+
+    def create_payment(self, request: PaymentRequest) -> PaymentInstructions:
+        raise _not_offered(request.method)
+
+    def payment_status(self, method: str, provider_reference: str) -> ProviderStatus:
+        """The cob as the PSP holds it now (provider-status shows it whole)."""
+        if method != PIX:
+            raise _not_offered(method)
+        cob = self.client.get_cob(provider_reference)
+        return ProviderStatus(status=str(cob.get("status")), raw=cob)
+
+    def cancel_payment(self, method: str, provider_reference: str) -> None:
+        """Remove the cob; one already removed counts as done, one paid is a refusal."""
+        if method != PIX:
+            raise _not_offered(method)
+        try:
+            self.client.patch_cob(provider_reference, {"status": REMOVED_BY_RECEIVER})
+        except ApiPixRefused as refusal:
+            if self.charge_status(provider_reference) not in REMOVED_STATUSES:
+                raise refusal
+
+    def create_charge(self, request: PixChargeRequest) -> PixCharge:
+        txid = txid_for(request.reference)
+        try:
+            body = cob_body(
+                request.amount,
+                request.expires_in,
+                request.payer_name,
+                request.payer_document,
+                receiver_key=self.client.settings.receiver_pix_key,
+            )
+        except ValueError as error:
+            raise ProviderRefused(f"API Pix: {error}.", code="invalid_cob") from error
+        cob = self._put_cob(txid, body)
+        return PixCharge(
+            txid=txid,
+            br_code=cob["pixCopiaECola"],
+            # Our public QR address (`/v1/pix/locations/<id>/qr.png`): random like the
+            # sandbox's, since a PSP's `loc.id` is often a guessable sequence number.
+            location_id=uuid.uuid4().hex,
+            expires_at=_expires_at(cob, request.expires_in),
+        )
+
+    def _put_cob(self, txid: str, body: dict) -> dict:
+        """One immediate retry with the same txid when the answer was lost: giving up would
+        leave the merchant a 503 and the PSP an orphan cob whose code nobody holds."""
+        try:
+            cob = self._put_or_read_back(txid, body)
+        except ApiPixUnavailable:
+            cob = self._put_or_read_back(txid, body)
+        if not cob.get("pixCopiaECola"):
+            raise ProviderError("API Pix: the cob came without pixCopiaECola.", "bad_answer")
+        return cob
+
+    def _put_or_read_back(self, txid: str, body: dict) -> dict:
+        try:
+            return self.client.put_cob(txid, body)
+        except ApiPixRefused as refusal:
+            return self._held_cob(txid, body, refusal)
+
+    def _held_cob(self, txid: str, body: dict, refusal: ApiPixRefused) -> dict:
+        """The cob `txid` when the PSP already holds the one we asked for (a repeated PUT
+        some PSPs refuse); otherwise the refusal stands."""
+        try:
+            cob = self.client.get_cob(txid)
+        except ApiPixRefused:
+            raise refusal from None
+        same = (cob.get("valor") or {}).get("original") == body["valor"]["original"]
+        if not same or cob.get("chave") != body["chave"] or cob.get("status") in REMOVED_STATUSES:
+            raise refusal
+        return cob
+
+    def charge_status(self, txid: str) -> str:
+        return str(self.client.get_cob(txid).get("status"))
+
+    def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:
+        """An automatic return (a payment we will not credit), as a devolução of all of it."""
+        devolucao = self._devolve(end_to_end_id, devolucao_id_for(refund_id), amount)
+        return PixReturn(return_id=devolucao.rtr_id, status=devolucao.status)
+
+    def refund(self, request: RefundRequest) -> str:
+        """A devolução of `request.amount`; the reference to poll is the end-to-end id and
+        the devolução id side by side (32 + 32 characters, no separator needed)."""
+        if request.method != PIX or request.strategy != DEVOLUTION or not request.end_to_end_id:
+            raise ProviderRefused(
+                "API Pix refunds a Pix only by devolução of its end-to-end id.",
+                code="unsupported_refund",
+            )
+        devolucao_id = devolucao_id_for(request.reference)
+        self._devolve(request.end_to_end_id, devolucao_id, request.amount)
+        return request.end_to_end_id + devolucao_id
+
+    def _devolve(self, end_to_end_id: str, devolucao_id: str, amount: int) -> Devolucao:
+        body = {"valor": valor(amount), "natureza": ORIGINAL}
+        try:
+            answer = self.client.put_devolucao(end_to_end_id, devolucao_id, body)
+        except ApiPixRefused as refusal:
+            answer = self._held_devolucao(end_to_end_id, devolucao_id, body, refusal)
+        return _parsed_devolucao(answer)
+
+    def _held_devolucao(
+        self, end_to_end_id: str, devolucao_id: str, body: dict, refusal: ApiPixRefused
+    ) -> dict:
+        """The devolução already asked for under this id (a retry the PSP refused)."""
+        try:
+            held = self.client.get_devolucao(end_to_end_id, devolucao_id)
+        except ApiPixRefused:
+            raise refusal from None
+        if held.get("valor") != body["valor"]:
+            raise refusal
+        return held
+
+    def refund_status(self, provider_reference: str) -> RefundState:
+        end_to_end_id = provider_reference[:END_TO_END_LENGTH]
+        devolucao_id = provider_reference[END_TO_END_LENGTH:]
+        devolucao = _parsed_devolucao(self.client.get_devolucao(end_to_end_id, devolucao_id))
+        state = REFUND_STATUS[devolucao.status]
+        if state is not RefundStatus.FAILED:
+            return RefundState(status=state.value)
+        reason = devolucao.reason or "The payer's bank did not accept the devolução."
+        return RefundState(status=state.value, failure_reason=f"API Pix: {reason}")
+
+    def payout(self, request: PayoutRequest) -> PayoutSent:
+        raise ProviderRefused(
+            "API Pix sends no Pix-outs; live payouts are not offered.", code="unsupported"
+        )
+
+
+def _parsed_devolucao(answer: dict) -> Devolucao:
+    try:
+        return parse_devolucao(answer)
+    except ValueError as error:
+        raise ProviderError(f"API Pix: unusable devolução ({error}).", "bad_answer") from error
+
+
+def _expires_at(cob: dict, expires_in: int) -> datetime:
+    """`calendario.criacao` + `expiracao`, the PSP's own clock; now + `expires_in` when the
+    answer lacks them."""
+    calendario = cob.get("calendario") or {}
+    try:
+        created = datetime.fromisoformat(calendario["criacao"]).astimezone(UTC)
+        return created + timedelta(seconds=int(calendario["expiracao"]))
+    except (KeyError, TypeError, ValueError):
+        return utcnow() + timedelta(seconds=expires_in)
+
+
+def _not_offered(method: str) -> ProviderRefused:
+    return ProviderRefused(f"API Pix offers only Pix, not {method}.", code="unsupported")
