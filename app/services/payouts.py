@@ -342,7 +342,7 @@ def _approve(
     withdrawal: Withdrawal, actor_user_id: str | None, refusal: type[ApiError] = Conflict
 ) -> None:
     _require_pending(withdrawal, "approved")
-    total = withdrawal.amount + withdrawal.fee
+    total = withdrawal.wallet_debit
     _check_covered(
         withdrawal.account_id,
         withdrawal.mode,
@@ -395,7 +395,7 @@ def _fail(withdrawal_id: str, reason: str) -> None:
         lambda w: [
             Line(LedgerAccount.PAYOUT_CLEARING, -w.amount),
             Line(LedgerAccount.PLATFORM_FEES, -w.fee),
-            Line(LedgerAccount.AVAILABLE, w.amount + w.fee),
+            Line(LedgerAccount.AVAILABLE, w.wallet_debit),
         ],
     )
     if withdrawal is not None:
