@@ -206,7 +206,7 @@ def world(app, client, redis, monkeypatch, live_server, receiver) -> World:
     paid = d.paid_charge(app, client, shop)
     fund(app, client, shop, 100_000)
     case = d.opened(client, shop, paid["id"])
-    _held_for_review(client, shop.api_key)
+    charges.held_for_review(client, shop.api_key)
     pix_and_boleto = payments.created(client, shop.api_key, paymentMethods=["PIX", "BOLETO"])
     card = payments.created(client, shop.api_key, paymentMethods=["CREDIT_CARD"], currency="EUR")
     payout_owner = payouts.Merchant(owner, bearer(login(client, owner)), shop.api_key)
@@ -221,15 +221,6 @@ def world(app, client, redis, monkeypatch, live_server, receiver) -> World:
         pix_and_boleto_payment_id=pix_and_boleto["id"],
         card_payment_id=card["id"],
     )
-
-
-def _held_for_review(client, api_key: str) -> None:
-    """A payer-locked Pix paid by a bank that did not say who paid: held for staff."""
-    charge = charges.created(
-        client, api_key, customer={"name": "Ana"}, expected_payer_tax_id=charges.CPF
-    )
-    paid = charges.pay(client, api_key, charge["id"], payer_document=None)
-    assert paid.get_json()["status"] == "processing", paid.get_json()
 
 
 def _dashboard_endpoints(app) -> dict[str, str]:

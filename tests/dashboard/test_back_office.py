@@ -2,14 +2,13 @@
 nobody else gets in."""
 
 import html
-import uuid
 
 import sqlalchemy as sa
 
 from app.extensions import db
 from app.models import AuditLog, Role
 from app.services import accounts, ledger
-from tests.support import factories
+from tests.support import charges, factories
 from tests.support.dashboard import post_form, sign_in
 from tests.support.payouts import available as payout_balance
 from tests.support.payouts import funded_merchant, run_jobs
@@ -49,28 +48,6 @@ def test_back_office_needs_a_signed_in_user(client):
     assert "/dashboard/login" in client.get("/dashboard/back-office").headers["Location"]
 
 
-def _held_charge(client, key: str, name: str = "Ana") -> str:
-    """A payer-locked charge paid by a bank that reported no payer document: in review."""
-    response = client.post(
-        "/v1/charges",
-        json={
-            "amount": 12345,
-            "payment_method": "pix",
-            "customer": {"name": name},
-            "expected_payer_tax_id": "52998224725",
-        },
-        headers={"apikey": key, "Idempotency-Key": uuid.uuid4().hex},
-    )
-    charge_id = response.json["id"]
-    paid = client.post(
-        f"/v1/sandbox/charges/{charge_id}/pay",
-        json={"payer_document": None},
-        headers={"apikey": key},
-    )
-    assert paid.json["status"] == "processing"
-    return charge_id
-
-
 def _status(client, key: str, charge_id: str) -> str:
     return client.get(f"/v1/charges/{charge_id}", headers={"apikey": key}).json["status"]
 
@@ -82,7 +59,7 @@ def _ledger_problems(app) -> list[str]:
 
 def test_staff_see_held_payments_and_release_one(app, client, owner):
     key = factories.make_api_key(app, owner.account_id)
-    charge_id = _held_charge(client, key, name="Ana Souza")
+    charge_id = charges.held_for_review(client, key, name="Ana Souza")
     staff = _staff(app)
     sign_in(client, staff)
     page = html.unescape(client.get(BACK_OFFICE).get_data(as_text=True))
@@ -108,8 +85,8 @@ def test_staff_see_held_payments_and_release_one(app, client, owner):
 
 def test_staff_return_a_held_payment_to_the_payer(app, client, owner):
     key = factories.make_api_key(app, owner.account_id)
-    kept = _held_charge(client, key)
-    returned = _held_charge(client, key)
+    kept = charges.held_for_review(client, key)
+    returned = charges.held_for_review(client, key)
     sign_in(client, _staff(app))
     response = post_form(client, BACK_OFFICE, f"{BACK_OFFICE}/charges/{returned}/return")
     assert response.status_code == 303
@@ -123,7 +100,7 @@ def test_staff_return_a_held_payment_to_the_payer(app, client, owner):
 
 def test_a_charge_not_in_review_cannot_be_released_or_returned(app, client, owner):
     key = factories.make_api_key(app, owner.account_id)
-    charge_id = _held_charge(client, key)
+    charge_id = charges.held_for_review(client, key)
     sign_in(client, _staff(app))
     assert (
         post_form(client, BACK_OFFICE, f"{BACK_OFFICE}/charges/{charge_id}/release").status_code
@@ -141,7 +118,7 @@ def test_a_charge_not_in_review_cannot_be_released_or_returned(app, client, owne
 
 def test_merchants_cannot_release_or_return(app, client, owner):
     key = factories.make_api_key(app, owner.account_id)
-    charge_id = _held_charge(client, key)
+    charge_id = charges.held_for_review(client, key)
     sign_in(client, owner)
     for action in ("release", "return"):
         response = post_form(client, "/dashboard/", f"{BACK_OFFICE}/charges/{charge_id}/{action}")
@@ -151,7 +128,7 @@ def test_merchants_cannot_release_or_return(app, client, owner):
 
 def test_release_needs_a_csrf_token(app, client, owner):
     key = factories.make_api_key(app, owner.account_id)
-    charge_id = _held_charge(client, key)
+    charge_id = charges.held_for_review(client, key)
     sign_in(client, _staff(app))
     assert client.post(f"{BACK_OFFICE}/charges/{charge_id}/release").status_code == 400
     assert _status(client, key, charge_id) == "processing"

@@ -40,6 +40,14 @@ def pay(client, api_key: str, charge_id: str, **body):
     )
 
 
+def held_for_review(client, api_key: str, name: str = "Ana") -> str:
+    """A payer-locked Pix charge paid by a bank that did not say who paid: held for staff."""
+    charge = created(client, api_key, customer={"name": name}, expected_payer_tax_id=CPF)
+    paid = pay(client, api_key, charge["id"], payer_document=None)
+    assert paid.get_json()["status"] == "processing", paid.get_json()
+    return charge["id"]
+
+
 def get(client, api_key: str, charge_id: str):
     return client.get(f"/v1/charges/{charge_id}", headers={"apikey": api_key})
 
