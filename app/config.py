@@ -15,12 +15,14 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
-from app.providers.api_pix.client import DEFAULT_SCOPES, DEFAULT_TIMEOUT_SECONDS, ApiPixSettings
+from app.providers.api_pix.client import ApiPixSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEVELOPMENT_SECRET = "dev-only-insecure-secret-change-me"  # noqa: S105 (refused outside dev)
 LOCAL_ENVIRONMENTS = frozenset({"development", "testing"})
 MIN_IDEMPOTENCY_KEY_TTL_HOURS = 24
+# The live PSP's webhook path carries API_PIX_WEBHOOK_SECRET: long enough not to be guessed.
+MIN_API_PIX_WEBHOOK_SECRET_LENGTH = 32
 FEE_PARTIES = ("provider", "platform")
 SETTLEMENT_HOLD_PATTERN = re.compile(r"D\+(\d{1,2})|(\d{1,7})s")
 PAYMENT_METHODS = ("PIX", "CREDIT_CARD", "MBWAY", "MULTIBANCO", "BOLETO", "CRYPTO")
@@ -50,11 +52,6 @@ def load_env_file() -> None:
 def _env_int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     return default if raw in (None, "") else int(raw)
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    return default if raw in (None, "") else float(raw)
 
 
 def _env_json(name: str, default):
@@ -156,11 +153,12 @@ def load_settings() -> dict:
         "API_PIX_CLIENT_ID": os.environ.get("API_PIX_CLIENT_ID", ""),
         "API_PIX_CLIENT_SECRET": os.environ.get("API_PIX_CLIENT_SECRET", ""),
         "API_PIX_RECEIVER_PIX_KEY": os.environ.get("API_PIX_RECEIVER_PIX_KEY", ""),
-        "API_PIX_SCOPES": os.environ.get("API_PIX_SCOPES") or DEFAULT_SCOPES,
+        # Scopes and timeout: ApiPixSettings.from_config applies the defaults and checks them.
+        "API_PIX_SCOPES": os.environ.get("API_PIX_SCOPES", ""),
         "API_PIX_CERT_PATH": os.environ.get("API_PIX_CERT_PATH", ""),
         "API_PIX_KEY_PATH": os.environ.get("API_PIX_KEY_PATH", ""),
         "API_PIX_CA_PATH": os.environ.get("API_PIX_CA_PATH", ""),
-        "API_PIX_TIMEOUT_SECONDS": _env_float("API_PIX_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS),
+        "API_PIX_TIMEOUT_SECONDS": os.environ.get("API_PIX_TIMEOUT_SECONDS", ""),
         "API_PIX_WEBHOOK_SECRET": os.environ.get("API_PIX_WEBHOOK_SECRET", ""),
         "API_PIX_RECONCILE_SECONDS": _env_int("API_PIX_RECONCILE_SECONDS", 300),
         "SESSION_COOKIE_HTTPONLY": True,
@@ -217,7 +215,8 @@ def validate_settings(config: dict) -> None:
 
 def validate_api_pix(config: dict) -> None:
     """With API_PIX_BASE_URL set, live mode runs on that PSP: its settings must be complete,
-    its files present and, outside a developer machine, the transport mutual TLS."""
+    its files present and, outside a developer machine, the transport mutual TLS and the
+    webhook's path secret long enough not to be guessed."""
     if config["API_PIX_RECONCILE_SECONDS"] < 1:
         raise RuntimeError("API_PIX_RECONCILE_SECONDS must be at least 1.")
     if not config.get("API_PIX_BASE_URL"):
@@ -240,6 +239,11 @@ def validate_api_pix(config: dict) -> None:
             raise RuntimeError(
                 "API Pix runs over mutual TLS: API_PIX_BASE_URL and API_PIX_TOKEN_URL must be "
                 "https:// and API_PIX_CERT_PATH must name the client certificate."
+            )
+        if len(config.get("API_PIX_WEBHOOK_SECRET") or "") < MIN_API_PIX_WEBHOOK_SECRET_LENGTH:
+            raise RuntimeError(
+                f"API_PIX_WEBHOOK_SECRET must have at least {MIN_API_PIX_WEBHOOK_SECRET_LENGTH} "
+                "characters: it is the only secret in the PSP's webhook path."
             )
 
 

@@ -52,8 +52,6 @@ def child_commands(port: int, receiver_port: int) -> dict[str, list[str]]:
             f"127.0.0.1:{port}",
             "--workers",
             os.environ.get("WEB_CONCURRENCY", "2"),
-            "--access-logfile",
-            "-",
         ],
         "worker": [sys.executable, "worker.py"],
         "cron": [os.path.join(bin_dir, "rq"), "cron", "app.cron", "--url", os.environ["REDIS_URL"]],

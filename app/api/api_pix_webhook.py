@@ -9,7 +9,9 @@ Authentication: the standard requires mutual TLS on this call; it is terminated 
 the service (the load balancer or proxy verifies the PSP's client certificate against the
 PSP's CA and refuses any other caller), so no certificate reaches Flask. Behind it, the path
 secret is compared in constant time; an empty setting or a wrong secret answers the same
-404 as an unknown route. No API key, no cookie, so no CSRF token either.
+404 as an unknown route. The request log shows the secret's segment as `***` (`app.logs`);
+outside development it must have at least 32 characters (`config.validate_api_pix`). No
+API key, no cookie, so no CSRF token either.
 
 The answer is 200 `{}` once everything the call reports is applied and committed (one
 database transaction per call), including for Pix that match no charge of ours, so the PSP

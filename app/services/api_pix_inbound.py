@@ -10,12 +10,14 @@ For each Pix with a txid, under the charge's row lock:
 - each devolução that is one of our refunds (its id is `mapping.devolucao_id_for(refund id)`)
   moves that refund: an automatic return directly (no money of the merchant's is involved), a
   merchant refund through `refunds.submit`/`refunds.poll`, the path that books its ledger;
-- a MED devolução (`MED_OPERACIONAL`, `MED_FRAUDE`) that is none of ours is linked to a
-  dispute case: the case opened earlier for it (external id = the devolução id), else the
-  charge's undecided case, else a new case opened now from this channel. Once the devolução is
-  `DEVOLVIDO` the case is decided `rejected` (the merchant lost; the held amount goes to the
-  payer), with the devolução in the decision note. `EM_PROCESSAMENTO` or `NAO_REALIZADO`
-  leaves the case open for operations.
+- a MED devolução (`mapping.MED_NATUREZAS`) that is none of ours is linked to a dispute
+  case: the case opened earlier for it (external id = the devolução id), else the charge's
+  undecided case holding exactly the devolução's amount, else, when the charge has no
+  undecided case, a new case opened now from this channel. An undecided case holding another
+  amount is never decided by it: that is left to operations (an error when the money has
+  left). Once the devolução is `DEVOLVIDO` the case is decided `rejected` (the merchant lost;
+  the held amount goes to the payer), with the devolução in the decision note.
+  `EM_PROCESSAMENTO` or `NAO_REALIZADO` leaves the case open for operations.
 
 A Pix without a txid, or whose txid names no live charge, is logged and left alone.
 """
@@ -37,7 +39,6 @@ from app.models import (
     RefundStatus,
     Transaction,
 )
-from app.models.base import utcnow
 from app.providers.api_pix.mapping import (
     REFUND_STATUS,
     Devolucao,
@@ -49,7 +50,6 @@ from app.services import disputes, pix_payments, refunds, transactions
 log = logging.getLogger(__name__)
 
 DISPUTE_SOURCE = "api_pix"
-SETTLED_DEVOLUCAO = "DEVOLVIDO"
 FINAL_REFUND_STATUSES = frozenset({RefundStatus.REFUNDED, RefundStatus.FAILED})
 
 
@@ -118,17 +118,13 @@ def _apply_refund_status(refund: Refund, devolucao: Devolucao) -> None:
     if not refund.automatic:
         _settle_merchant_refund(refund, reported)
         return
-    now = utcnow()
-    refund.status, refund.updated_at = reported, now
-    refund.return_id = devolucao.rtr_id or refund.return_id
-    if reported in FINAL_REFUND_STATUSES:
-        refund.completed_at = devolucao.settled_at or now
-    if reported is RefundStatus.FAILED:
-        refund.failure_reason = (devolucao.reason or "The PSP could not return the Pix.")[:500]
-        log.error(
-            "automatic Pix return failed at the PSP; the payer has not been repaid",
-            extra={"id": refund.id, "transaction_id": refund.transaction_id},
-        )
+    pix_payments.settle_return(
+        refund,
+        reported,
+        failure_reason=devolucao.reason,
+        return_id=devolucao.rtr_id,
+        settled_at=devolucao.settled_at,
+    )
 
 
 def _settle_merchant_refund(refund: Refund, reported: RefundStatus) -> None:
@@ -142,38 +138,63 @@ def _settle_merchant_refund(refund: Refund, reported: RefundStatus) -> None:
 
 
 def _apply_med(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> None:
-    """Link a MED devolução to a dispute case and decide the case once the money has left."""
+    """Link a MED devolução to a dispute case and decide the case once the money has left;
+    money that left with no case to book it against is an error for operations."""
     case = _case_for(charge, entry, devolucao)
-    if case is None or case.is_final or devolucao.status != SETTLED_DEVOLUCAO:
+    if REFUND_STATUS[devolucao.status] is not RefundStatus.REFUNDED:
         return
-    if case.under_review:
-        log.warning(
-            "MED devolução settled on a case under review; operations must confirm its amount",
-            extra={"case_id": case.id, "devolucao_id": devolucao.id},
+    if case is not None and case.is_final:
+        return
+    if case is None or case.under_review:
+        log.error(
+            "MED devolução settled at the PSP but not booked; operations must decide its case",
+            extra={
+                "transaction_id": charge.id,
+                "devolucao_id": devolucao.id,
+                "case_id": case.id if case else None,
+            },
         )
         return
     disputes.decide(case.id, "rejected", note=_describe(devolucao))
 
 
 def _case_for(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> DisputeCase | None:
-    """The case opened earlier for this devolução, the charge's undecided case, or a new one
-    (None, logged, when the charge cannot be disputed: refunded, or a case already lost)."""
+    """The case opened earlier for this devolução, else the charge's undecided case holding
+    its amount, else a new one. None, logged, when another undecided case holds a different
+    amount (deciding it would settle the wrong dispute) or the charge cannot be disputed
+    (refunded, or a case already lost)."""
     linked = db.session.scalar(
         sa.select(DisputeCase).where(
             DisputeCase.transaction_id == charge.id,
             DisputeCase.external_id == devolucao.id,
         )
     )
-    undecided = db.session.scalars(
-        sa.select(DisputeCase)
-        .where(
-            DisputeCase.transaction_id == charge.id,
-            DisputeCase.status.not_in(FINAL_DISPUTE_STATUSES),
+    if linked is not None:
+        return linked
+    undecided = list(
+        db.session.scalars(
+            sa.select(DisputeCase)
+            .where(
+                DisputeCase.transaction_id == charge.id,
+                DisputeCase.status.not_in(FINAL_DISPUTE_STATUSES),
+            )
+            .order_by(DisputeCase.created_at.desc())
         )
-        .order_by(DisputeCase.created_at.desc())
-    ).first()
-    if linked is not None or undecided is not None:
-        return linked or undecided
+    )
+    same_amount = [case for case in undecided if case.held_amount == devolucao.amount]
+    if same_amount:
+        return same_amount[0]
+    if undecided:
+        log.warning(
+            "MED devolução matches no undecided case's held amount; left to operations",
+            extra={
+                "transaction_id": charge.id,
+                "devolucao_id": devolucao.id,
+                "amount": devolucao.amount,
+                "case_ids": [case.id for case in undecided],
+            },
+        )
+        return None
     notice = disputes.DisputeNotice(
         external_id=devolucao.id,
         type=DisputeType.MED,

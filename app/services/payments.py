@@ -245,7 +245,9 @@ def _shown_status(now: datetime) -> sa.ColumnElement[str]:
 
 def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
     """WAITING_PAYMENT, PENDING or PROCESSING → CANCELLED; a Pix held for review goes back
-    to its payer. A settled transaction is refunded, not cancelled."""
+    to its payer. A settled transaction is refunded, not cancelled. The instructions are
+    withdrawn before any money is returned, so a refusal there returns nothing; a held Pix
+    has used its Pix instructions (the cob is paid), so only the others are withdrawn."""
     payment = transactions.lock(get_payment(account_id, mode, payment_id).id)
     if payment.status not in CANCELLABLE:
         raise InvalidRequest(
@@ -253,10 +255,12 @@ def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
             "PENDING or PROCESSING ones can (refund a paid one instead).",
             code="transaction_not_cancellable",
         )
-    if payment.status is S.PROCESSING:
-        pix_payments.return_held_on_cancel(payment)
+    held = pix_payments.returnable_held(payment)
+    provider = provider_named(payment.provider, payment.mode)
     try:
-        settlement.withdraw_instructions(payment, provider_named(payment.provider, payment.mode))
+        settlement.withdraw_instructions(payment, provider, keep=PIX if held else None)
+        if held is not None:
+            pix_payments.return_held_on_cancel(payment, held)
     except ProviderRefused as error:
         raise InvalidRequest(
             f"The provider refused to cancel the payment ({error.message}); it may have been "

@@ -5,20 +5,33 @@ button today, a live PSP's webhook later). It is idempotent by end-to-end id and
 
 - exact amount, payer check passing or no payer lock → `paid`, wallet credited (fees) in
   its pending balance, released to available on the settlement schedule;
-- a different amount → refused by the bank (Pix is exact-amount); the charge stays pending;
+- a different amount → refused (Pix is exact-amount); the charge stays pending. In test
+  mode the simulated bank refuses it; in live mode the money has reached the PSP, so it is
+  returned automatically;
 - payer lock set and a different payer document → `refunded`, returned automatically;
 - payer lock set and no payer document reported → `processing`, held for manual review;
-- the charge expired (or otherwise not payable) → returned, never credited.
+- the charge expired (or otherwise not payable) → returned, never credited. A Pix whose
+  `received_at` is before the charge's deadline was paid in time, however late we hear of
+  it (a late webhook, reconciliation): it settles as above, even if the charge has expired.
+
+Automatic returns are devoluções of the whole Pix. Their refund id, and so their devolução
+id, derives from the end-to-end id: asking again after a lost answer asks for the same
+devolução, never a second one. A return the provider refuses, or one past the 90-day
+devolução window, is FAILED and logged for operations; a person returning a held Pix past
+the window is told so instead.
 """
 
+import logging
+import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from app.errors import Conflict
+from app.errors import Conflict, InvalidRequest
 from app.extensions import db
 from app.models import (
+    KeyMode,
     ReceivedPix,
     ReceivedPixOutcome,
     Refund,
@@ -30,11 +43,22 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix.documents import strip_formatting
 from app.providers import provider_named
-from app.providers.api_pix.mapping import REFUND_STATUS
+from app.providers.api_pix.mapping import REFUND_STATUS, refund_reference
+from app.providers.base import ProviderRefused
 from app.services import audit, charges, settlement, transactions
 from app.services.transactions import AWAITING_PAYMENT
 
+log = logging.getLogger(__name__)
 Outcome = ReceivedPixOutcome
+DEVOLUTION_WINDOW = timedelta(days=90)
+FINAL_RETURN_STATUSES = frozenset({RefundStatus.REFUNDED, RefundStatus.FAILED})
+# The namespace of automatic return ids: uuid5(namespace, end-to-end id).
+AUTOMATIC_RETURN_NAMESPACE = uuid.UUID("754b38bc-79c8-4c9f-bb0f-fb595210abd4")
+MAX_FAILURE_REASON = 500
+# Outcomes that move the charge on (out of `expired`, for a Pix paid in time).
+SETTLING_OUTCOMES = frozenset(
+    {Outcome.CREDITED, Outcome.HELD_FOR_REVIEW, Outcome.RETURNED_PAYER_MISMATCH}
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +92,9 @@ def receive(charge_id: str, pix: IncomingPix) -> ReceivedPix:
     )
     db.session.add(received)
     db.session.flush()
+    if charge.status is TransactionStatus.EXPIRED and outcome in SETTLING_OUTCOMES:
+        # Paid in time after all: the expiry's failure no longer describes the charge.
+        charge.metadata_ = {k: v for k, v in charge.metadata_.items() if k != "failure"}
     if outcome is Outcome.CREDITED:
         _credit(charge, received)
     elif outcome is Outcome.HELD_FOR_REVIEW:
@@ -77,7 +104,14 @@ def receive(charge_id: str, pix: IncomingPix) -> ReceivedPix:
         transactions.transition(charge, TransactionStatus.REFUNDED)
     elif outcome in (Outcome.RETURNED_AFTER_EXPIRY, Outcome.RETURNED_NOT_PAYABLE):
         _return(charge, received, f"The charge was {charge.status} when the Pix arrived.")
+    elif outcome is Outcome.REFUSED_AMOUNT and charge.mode is KeyMode.LIVE:
+        _return(charge, received, "The Pix's amount differs from the charge's (exact-amount).")
     return received
+
+
+def within_devolution_window(paid_at: datetime) -> bool:
+    """Whether a Pix paid at `paid_at` can still be returned by devolução (90 days)."""
+    return utcnow() - paid_at <= DEVOLUTION_WINDOW
 
 
 def _already_received(end_to_end_id: str) -> ReceivedPix | None:
@@ -116,9 +150,10 @@ def release_held(charge_id: str, actor_user_id: str) -> Transaction:
 
 
 def return_held(charge_id: str, actor_user_id: str) -> Transaction:
-    """Review failed: the held Pix goes back to the payer and the charge becomes refunded."""
+    """Review failed: the held Pix goes back to the payer and the charge becomes refunded;
+    400 `refund_window_expired`, nothing changed, when it was received over 90 days ago."""
     charge = transactions.lock(charge_id)
-    held = held_payment(charge)
+    held = _returnable(held_payment(charge))
     held.outcome = Outcome.RETURNED_AFTER_REVIEW
     _return(charge, held, "Returned after manual review: the payer could not be confirmed.")
     transactions.transition(charge, TransactionStatus.REFUNDED)
@@ -126,20 +161,34 @@ def return_held(charge_id: str, actor_user_id: str) -> Transaction:
     return charge
 
 
-def return_held_on_cancel(charge: Transaction) -> None:
-    """The merchant cancelled a charge in review: the Pix it holds goes back to the payer
-    (the caller holds the lock and moves the charge to CANCELLED); nothing when none is held."""
+def returnable_held(charge: Transaction) -> ReceivedPix | None:
+    """The Pix a charge holds for review (None when it holds none), checked before anything
+    moves that it can still be returned: 400 `refund_window_expired` otherwise."""
     held = _held(charge)
-    if held is None:
-        return
+    return None if held is None else _returnable(held)
+
+
+def return_held_on_cancel(charge: Transaction, held: ReceivedPix) -> None:
+    """The merchant cancelled a charge in review: the Pix it holds (`returnable_held`) goes
+    back to the payer; the caller holds the lock and moves the charge to CANCELLED."""
     held.outcome = Outcome.RETURNED_NOT_PAYABLE
     _return(charge, held, "Returned: the merchant cancelled the charge during review.")
 
 
+def _returnable(held: ReceivedPix) -> ReceivedPix:
+    if not within_devolution_window(held.received_at):
+        raise InvalidRequest(
+            "This Pix was received over 90 days ago and can no longer be returned by "
+            "devolução; release it, or settle with the payer outside Pix.",
+            code="refund_window_expired",
+        )
+    return held
+
+
 def _outcome(charge: Transaction, pix: IncomingPix) -> ReceivedPixOutcome:
-    if charge.status is TransactionStatus.EXPIRED:
+    if charge.status is TransactionStatus.EXPIRED and not _paid_in_time(charge, pix):
         return Outcome.RETURNED_AFTER_EXPIRY
-    if charge.status not in AWAITING_PAYMENT:
+    if charge.status not in AWAITING_PAYMENT | {TransactionStatus.EXPIRED}:
         return Outcome.RETURNED_NOT_PAYABLE
     if charge.pix_expires_at is not None and pix.received_at >= charge.pix_expires_at:
         return Outcome.RETURNED_AFTER_EXPIRY  # its Pix code lapsed; other methods still open
@@ -153,6 +202,12 @@ def _outcome(charge: Transaction, pix: IncomingPix) -> ReceivedPixOutcome:
     if payer != charge.expected_payer_tax_id:
         return Outcome.RETURNED_PAYER_MISMATCH
     return Outcome.CREDITED
+
+
+def _paid_in_time(charge: Transaction, pix: IncomingPix) -> bool:
+    """An expired charge whose Pix was made before the deadline (heard of after the expiry
+    sweep): a valid payment. `received_at` is the Pix's own time (`horario`)."""
+    return charge.expires_at is not None and pix.received_at < charge.expires_at
 
 
 def _document(document: str | None) -> str | None:
@@ -171,8 +226,11 @@ def _credit(charge: Transaction, received: ReceivedPix) -> None:
 
 
 def _return(charge: Transaction, received: ReceivedPix, reason: str) -> Refund:
-    """An automatic Pix return by the original end-to-end id; the wallet is not involved."""
+    """An automatic Pix return by the original end-to-end id; the wallet is not involved.
+    An outcome-unknown provider error propagates: the caller's transaction rolls back and a
+    retry (webhook re-delivery, reconciliation) asks for the same devolução again."""
     refund = Refund(
+        id=str(uuid.uuid5(AUTOMATIC_RETURN_NAMESPACE, received.end_to_end_id)),
         account_id=charge.account_id,
         transaction_id=charge.id,
         mode=charge.mode,
@@ -187,14 +245,54 @@ def _return(charge: Transaction, received: ReceivedPix, reason: str) -> Refund:
     )
     db.session.add(refund)
     db.session.flush()
+    if not within_devolution_window(received.received_at):
+        settle_return(
+            refund,
+            RefundStatus.FAILED,
+            failure_reason="Not sent: the Pix was received over 90 days ago, past the "
+            "devolução window.",
+        )
+        return refund
     provider = provider_named(charge.provider, charge.mode)
-    sent = provider.return_pix(received.end_to_end_id, received.amount, refund.id)
-    refund.return_id = sent.return_id
-    refund.status = REFUND_STATUS[sent.status]
-    refund.updated_at = utcnow()
-    if refund.status is RefundStatus.REFUNDED:
-        refund.completed_at = refund.updated_at
+    try:
+        sent = provider.return_pix(received.end_to_end_id, received.amount, refund.id)
+    except ProviderRefused as refusal:
+        settle_return(
+            refund,
+            RefundStatus.FAILED,
+            failure_reason=f"The provider refused the return: {refusal.message}",
+        )
+        return refund
+    # The reference the refund job polls, as `ApiPixProvider.refund` builds it; sandbox
+    # returns end at once.
+    refund.provider_reference = refund_reference(received.end_to_end_id, refund.id)
+    settle_return(refund, REFUND_STATUS[sent.status], return_id=sent.return_id)
     return refund
+
+
+def settle_return(
+    refund: Refund,
+    status: RefundStatus,
+    *,
+    failure_reason: str | None = None,
+    return_id: str | None = None,
+    settled_at: datetime | None = None,
+) -> None:
+    """Move an automatic return to `status`: its status alone, since no merchant money is
+    in it (the Pix was never credited). A failure is logged: the payer was not repaid."""
+    now = utcnow()
+    refund.status, refund.updated_at = status, now
+    refund.return_id = return_id or refund.return_id
+    if status in FINAL_RETURN_STATUSES:
+        refund.completed_at = settled_at or now
+    if status is RefundStatus.FAILED:
+        refund.failure_reason = (failure_reason or "The Pix could not be returned.")[
+            :MAX_FAILURE_REASON
+        ]
+        log.error(
+            "automatic Pix return failed; the payer has not been repaid",
+            extra={"id": refund.id, "transaction_id": refund.transaction_id},
+        )
 
 
 def _audit(charge: Transaction, actor_user_id: str, action: str, held: ReceivedPix) -> None:

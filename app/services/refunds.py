@@ -9,7 +9,9 @@ Money moves at three points, each a ledger posting unique per refund:
 
 Status: PENDING (debited, not yet accepted by the provider) → IN_PROGRESS → REFUNDED or
 FAILED. A job submits the refund right after the request commits; an `rq cron` job submits
-any whose job never ran and polls the provider for the ones in progress.
+any whose job never ran and polls the provider for the ones in progress. It also polls the
+automatic Pix returns in progress (`pix_payments`), which it moves by status alone: they hold
+none of the merchant's money, so they post nothing.
 """
 
 import logging
@@ -38,7 +40,7 @@ from app.models.base import utcnow
 from app.pix import keys
 from app.providers import provider_named, require_pix_out, sends_pix_out
 from app.providers.base import PaymentProvider, ProviderError, ProviderRefused, RefundRequest
-from app.services import fees, ledger, payments, transactions
+from app.services import fees, ledger, payments, pix_payments, transactions
 from app.services.events import record_event
 from app.services.ledger import Line
 
@@ -47,7 +49,6 @@ S = TransactionStatus
 R = RefundStatus
 DISPUTED = frozenset({S.DISPUTE, S.CHARGEBACK})
 PIX = "PIX"
-DEVOLUTION_WINDOW = timedelta(days=90)
 MAX_REASON = 500
 MAX_SUBMIT_ATTEMPTS = 5
 SUBMIT_GRACE = timedelta(seconds=30)  # a refund's own job normally runs well within this
@@ -135,8 +136,8 @@ def submit(refund_id: str) -> Refund | None:
     the provider may have sent the money) leaves it PENDING, asked again by the polling job
     with the same reference, and is reported once it has failed `MAX_SUBMIT_ATTEMPTS`."""
     refund = _lock(refund_id)
-    if refund is None or refund.status is not R.PENDING:
-        return refund
+    if refund is None or refund.status is not R.PENDING or refund.automatic:
+        return refund  # automatic returns are sent by `pix_payments` as they are decided
     payment = db.session.get(Transaction, refund.transaction_id)
     provider = provider_named(payment.provider, payment.mode)
     try:
@@ -170,7 +171,8 @@ def submit(refund_id: str) -> Refund | None:
 
 
 def poll(refund_id: str) -> Refund | None:
-    """Ask the provider where an IN_PROGRESS refund stands and apply the answer."""
+    """Ask the provider where an IN_PROGRESS refund stands and apply the answer (to an
+    automatic return, its status alone)."""
     refund = _lock(refund_id)
     if refund is None or refund.status is not R.IN_PROGRESS:
         return refund
@@ -182,7 +184,9 @@ def poll(refund_id: str) -> Refund | None:
     except ProviderError as error:
         log.warning("refund status unavailable", extra={"id": refund.id, "error": error.code})
         return refund
-    if state.status == R.REFUNDED:
+    if refund.automatic:
+        pix_payments.settle_return(refund, R(state.status), failure_reason=state.failure_reason)
+    elif state.status == R.REFUNDED:
         _complete(refund)
     elif state.status == R.FAILED:
         _fail(refund, state.failure_reason or "The provider could not refund the payer.")
@@ -190,18 +194,26 @@ def poll(refund_id: str) -> Refund | None:
 
 
 def due_refunds(now: datetime | None = None, limit: int = 200) -> list[str]:
-    """Refunds the polling job should act on: in progress, or pending past their job."""
+    """Refunds the polling job should act on: merchant refunds in progress or pending past
+    their job, and automatic returns in progress at the provider (a lost settlement webhook
+    would otherwise leave them in progress for ever)."""
     cutoff = (now or utcnow()) - SUBMIT_GRACE
+    merchant_refund = sa.and_(
+        Refund.automatic.is_(False),
+        sa.or_(
+            Refund.status == R.IN_PROGRESS,
+            sa.and_(Refund.status == R.PENDING, Refund.updated_at <= cutoff),
+        ),
+    )
+    automatic_return = sa.and_(
+        Refund.automatic.is_(True),
+        Refund.status == R.IN_PROGRESS,
+        Refund.provider_reference.is_not(None),
+    )
     return list(
         db.session.scalars(
             sa.select(Refund.id)
-            .where(
-                Refund.automatic.is_(False),
-                sa.or_(
-                    Refund.status == R.IN_PROGRESS,
-                    sa.and_(Refund.status == R.PENDING, Refund.updated_at <= cutoff),
-                ),
-            )
+            .where(sa.or_(merchant_refund, automatic_return))
             .order_by(Refund.updated_at)
             .limit(limit)
         )
@@ -250,7 +262,7 @@ def _route(
                 "passFeeToTenant and destinationKey apply to the cashout strategy only.",
                 param="destinationKey" if order.destination_key is not None else "passFeeToTenant",
             )
-        if utcnow() - payment.paid_at > DEVOLUTION_WINDOW:
+        if not pix_payments.within_devolution_window(payment.paid_at):
             instead = (
                 "use the cashout strategy instead."
                 if sends_pix_out(provider)

@@ -26,6 +26,8 @@ TRANSITIONS: dict[TransactionStatus, frozenset[TransactionStatus]] = {
         {S.PAID, S.PROCESSING, S.REFUNDED, S.EXPIRED, S.CANCELLED, S.REFUSED}
     ),
     S.PROCESSING: frozenset({S.PAID, S.APPROVED, S.REFUNDED, S.CANCELLED, S.REFUSED}),
+    # A Pix made before the deadline but heard of after the expiry sweep settles it.
+    S.EXPIRED: frozenset({S.PAID, S.PROCESSING, S.REFUNDED}),
     S.PAID: frozenset({S.REFUNDED, S.DISPUTE}),
     S.APPROVED: frozenset({S.REFUNDED, S.CHARGEBACK, S.DISPUTE}),
     S.DISPUTE: frozenset({S.PAID, S.APPROVED}),

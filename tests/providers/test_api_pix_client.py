@@ -71,26 +71,38 @@ def test_a_401_fetches_a_new_token_and_retries_once(psp, client):
     assert len(psp.calls("GET", f"/cob/{TXID}")) == 2
 
 
-def test_a_second_401_is_a_refusal(psp, client):
+@pytest.mark.parametrize("status", [401, 403])
+def test_credentials_refused_with_a_fresh_token_are_unavailable_and_an_error(
+    psp, client, caplog, status
+):
+    """Our misconfiguration (a revoked client, a missing scope) must not fail charges for
+    good: the call is retried later, and operations are told."""
     psp.fail_next(401)
-    psp.fail_next(401)
+    psp.fail_next(status)
 
-    with pytest.raises(ApiPixRefused) as refused:
+    with pytest.raises(ApiPixUnavailable) as unavailable:
         client.get_cob(TXID)
 
-    assert refused.value.status == 401
-    assert refused.value.code == "AcessoNegado"
+    assert not isinstance(unavailable.value, ProviderRefused)
+    assert unavailable.value.code == "AcessoNegado"
     assert psp.tokens_issued == 2
+    (error,) = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert "API_PIX_" in error.getMessage() and error.status == status
 
 
-def test_wrong_credentials_are_refused_without_showing_the_secret(psp):
+def test_wrong_credentials_are_unavailable_without_showing_the_secret(psp, caplog):
     settings = ApiPixSettings.from_config(psp.config(API_PIX_CLIENT_SECRET="wrong-secret"))
 
-    with pytest.raises(ApiPixRefused) as refused:
+    with pytest.raises(ApiPixUnavailable) as unavailable:
         ApiPixClient(settings).get_cob(TXID)
 
-    assert refused.value.code == "invalid_client"
-    assert "wrong-secret" not in str(refused.value)
+    assert not isinstance(unavailable.value, ProviderRefused)
+    assert unavailable.value.code == "invalid_client"
+    assert "wrong-secret" not in str(unavailable.value)
+    assert "wrong-secret" not in caplog.text
+    assert [record.code for record in caplog.records if record.levelno == logging.ERROR] == [
+        "invalid_client"
+    ]
     assert psp.calls("GET", "/cob/") == []
 
 
@@ -264,7 +276,7 @@ def test_an_answer_that_is_not_json_is_unavailable(psp, client, monkeypatch):
 # Received Pix
 
 
-def test_list_pix_follows_every_page(psp, client, monkeypatch):
+def test_iter_pix_follows_every_page(psp, client, monkeypatch):
     monkeypatch.setattr(client_module, "PAGE_SIZE", 2)
     now = datetime.now(UTC)
     client.put_cob(TXID, body(1000))
@@ -274,7 +286,7 @@ def test_list_pix_follows_every_page(psp, client, monkeypatch):
     client.put_cob(OTHER_TXID, body(500))
     psp.pay(OTHER_TXID, at=now - timedelta(days=2))  # outside the window
 
-    received = client.list_pix(now - timedelta(hours=1), now + timedelta(minutes=1))
+    received = list(client.iter_pix(now - timedelta(hours=1), now + timedelta(minutes=1)))
 
     assert {item["endToEndId"] for item in received} == expected
     assert len(received) == 5
@@ -283,16 +295,47 @@ def test_list_pix_follows_every_page(psp, client, monkeypatch):
     assert [parse_pix(item).amount for item in received] == [1000] * 5
 
 
-def test_list_pix_of_an_empty_window_asks_once(psp, client):
+def test_iter_pix_asks_for_the_next_page_only_when_it_is_reached(psp, client, monkeypatch):
+    monkeypatch.setattr(client_module, "PAGE_SIZE", 1)
     now = datetime.now(UTC)
+    client.put_cob(TXID, body(1000))
+    for minute in range(3):
+        psp.pay(TXID, at=now - timedelta(minutes=minute))
 
-    assert client.list_pix(now - timedelta(hours=1), now) == []
+    received = client.iter_pix(now - timedelta(hours=1), now + timedelta(minutes=1))
+    next(received)
+
     assert len(psp.calls("GET", "/pix")) == 1
 
 
-def test_list_pix_needs_aware_datetimes(client):
+def test_a_long_window_is_asked_for_in_capped_spans(psp, client):
+    now = datetime.now(UTC)
+    client.put_cob(TXID, body(1000))
+    expected = {psp.pay(TXID, at=now - timedelta(hours=hours))["endToEndId"] for hours in (1, 50)}
+
+    received = list(client.iter_pix(now - timedelta(hours=60), now))
+
+    assert {item["endToEndId"] for item in received} == expected
+    spans = [
+        (datetime.fromisoformat(call.args["inicio"]), datetime.fromisoformat(call.args["fim"]))
+        for call in psp.calls("GET", "/pix")
+    ]
+    assert len(spans) == 3
+    assert all(end - start <= client_module.MAX_LIST_SPAN for start, end in spans)
+    assert spans[0][0] == now - timedelta(hours=60) and spans[-1][1] == now
+    assert all(spans[i][1] == spans[i + 1][0] for i in range(len(spans) - 1))
+
+
+def test_iter_pix_of_an_empty_window_asks_once(psp, client):
+    now = datetime.now(UTC)
+
+    assert list(client.iter_pix(now - timedelta(hours=1), now)) == []
+    assert len(psp.calls("GET", "/pix")) == 1
+
+
+def test_iter_pix_needs_aware_datetimes(client):
     with pytest.raises(ValueError, match="aware"):
-        client.list_pix(datetime(2026, 1, 1), datetime(2026, 1, 2))
+        list(client.iter_pix(datetime(2026, 1, 1), datetime(2026, 1, 2)))
 
 
 def test_get_pix_answers_what_the_webhook_carries(psp, client):

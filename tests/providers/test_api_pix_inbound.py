@@ -1,6 +1,7 @@
 """The live PSP's inbound side: its webhook (`POST /v1/api-pix/webhook/<secret>/pix`) and the
 reconciliation job, against the fake PSP, with live charges created through the API."""
 
+import logging
 from datetime import datetime, timedelta
 
 import pytest
@@ -18,7 +19,7 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.pix.identifiers import new_return_id
-from app.providers.api_pix.mapping import devolucao_id_for, txid_for
+from app.providers.api_pix.mapping import devolucao_id_for, txid_for, valor
 from app.services import disputes
 from tests.support import charges, factories
 from tests.support import refunds as refund_support
@@ -333,6 +334,57 @@ def test_a_med_devolucao_decides_the_case_already_open(app, client, live, psp):
     assert "MED_OPERACIONAL" in case.decision_note
 
 
+def test_a_med_devolucao_never_decides_a_case_holding_another_amount(
+    app, client, live, psp, caplog
+):
+    charge = live_charge(app, client, live)
+    pix = psp.pay(txid_of(charge))
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+    with app.app_context():
+        disputes.open_case(
+            charges.raw(charge["id"]),
+            disputes.DisputeNotice(external_id="infraction-78"),
+            source="back_office",
+        )
+        db.session.commit()
+
+    med_devolucao(psp, pix["endToEndId"], "DEVOLVIDO")["valor"] = valor(AMOUNT - 100)
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+
+    (case,) = cases_of(app, charge)
+    assert (case.external_id, case.status, case.held_amount) == ("infraction-78", "open", AMOUNT)
+    assert not case.under_review
+    (error,) = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert "not booked" in error.getMessage() and error.devolucao_id == "MED1FR01"
+
+
+def test_a_pix_automatico_med_devolucao_is_a_med_case(app, client, live, psp):
+    charge = live_charge(app, client, live)
+    pix = psp.pay(txid_of(charge))
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+
+    med_devolucao(psp, pix["endToEndId"], "DEVOLVIDO", natureza="MED_PIX_AUTOMATICO")
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+
+    (case,) = cases_of(app, charge)
+    assert (case.external_id, case.money_outcome) == ("MED1FR01", "lost")
+    assert "MED_PIX_AUTOMATICO" in case.decision_note
+    refund_support.assert_ledger_clean(app)
+
+
+def test_a_settled_med_devolucao_that_cannot_be_booked_is_an_error(app, client, live, psp, caplog):
+    charge = live_charge(app, client, live)
+    pix = psp.pay(txid_of(charge), amount=AMOUNT - 1)  # refused: the charge stays unpaid
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+
+    med_devolucao(psp, pix["endToEndId"], "DEVOLVIDO")
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+
+    assert cases_of(app, charge) == []
+    errors = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert [record.devolucao_id for record in errors] == ["MED1FR01"]
+
+
 # Refusals
 
 
@@ -352,6 +404,18 @@ def test_a_wrong_secret_is_an_unknown_route(app, client, live, psp, secret):
 def test_without_a_configured_secret_every_call_is_refused(app, client, live, psp, monkeypatch):
     monkeypatch.setitem(app.config, "API_PIX_WEBHOOK_SECRET", "")
     assert post_webhook(client, {"pix": []}, secret="anything").status_code == 404
+
+
+@pytest.mark.parametrize("secret", [SECRET, "wrong-secret"])
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_the_request_log_never_shows_the_path_secret(app, client, live, caplog, secret, method):
+    caplog.set_level(logging.INFO, logger="acme.request")
+
+    client.open(f"/v1/api-pix/webhook/{secret}/pix", method=method, json={"pix": []})
+
+    (line,) = [record for record in caplog.records if record.name == "acme.request"]
+    assert line.path == "/v1/api-pix/webhook/***/pix"
+    assert secret not in caplog.text
 
 
 @pytest.mark.parametrize(
@@ -405,22 +469,53 @@ def test_reconciliation_catches_a_webhook_that_never_came(app, client, live, psp
     assert len(received_rows(app, charge)) == 1
 
 
-def test_a_pix_the_job_could_not_apply_is_retried_from_the_same_mark(app, client, live, psp, redis):
+def test_a_pix_the_job_could_not_apply_is_retried_and_holds_the_mark_just_before_it(
+    app, client, live, psp, redis
+):
     paid_charge, late_charge = live_charge(app, client, live), live_charge(app, client, live)
-    charges.update_row(app, late_charge["id"], pix_expires_at=utcnow() - timedelta(seconds=1))
+    charges.update_row(app, late_charge["id"], pix_expires_at=utcnow() - timedelta(hours=3))
+    late_pix = psp.pay(txid_of(late_charge), at=utcnow() - timedelta(hours=2))
     psp.pay(txid_of(paid_charge))
-    psp.pay(txid_of(late_charge))
     psp.failures.extend([None, 503])  # GET /pix answers; the late Pix's devolução fails
 
     assert run_reconciliation(app, redis) == 2
 
     assert status(client, live, paid_charge) == "paid"
     assert received_rows(app, late_charge) == []
-    assert redis.get(api_pix_jobs.RECONCILED_UNTIL_KEY) is None
+    mark = datetime.fromisoformat(redis.get(api_pix_jobs.RECONCILED_UNTIL_KEY).decode())
+    assert mark == datetime.fromisoformat(late_pix["horario"])
     assert run_reconciliation(app, redis) == 2
     (row,) = received_rows(app, late_charge)
     assert row.outcome is ReceivedPixOutcome.RETURNED_AFTER_EXPIRY
-    assert redis.get(api_pix_jobs.RECONCILED_UNTIL_KEY) is not None
+    mark = datetime.fromisoformat(redis.get(api_pix_jobs.RECONCILED_UNTIL_KEY).decode())
+    assert mark > utcnow() - timedelta(minutes=1)
+
+
+def test_a_pix_failing_past_the_retry_horizon_no_longer_holds_the_mark(
+    app, client, live, psp, redis, monkeypatch, caplog
+):
+    charge = live_charge(app, client, live)
+    pix = psp.pay(txid_of(charge), at=utcnow() - timedelta(hours=30))
+    redis.set(api_pix_jobs.RECONCILED_UNTIL_KEY, (utcnow() - timedelta(hours=31)).isoformat())
+
+    def broken(entries):
+        raise RuntimeError("a bug applying this Pix")
+
+    monkeypatch.setattr(api_pix_jobs.api_pix_inbound, "apply_received", broken)
+    started = utcnow()
+
+    assert run_reconciliation(app, redis) == 1
+
+    mark = datetime.fromisoformat(redis.get(api_pix_jobs.RECONCILED_UNTIL_KEY).decode())
+    assert mark >= started - api_pix_jobs.RETRY_HORIZON
+    given_up = [record for record in caplog.records if hasattr(record, "end_to_end_ids")]
+    assert given_up[0].end_to_end_ids == [pix["endToEndId"]]
+    assert given_up[0].levelno == logging.ERROR
+    spans = [
+        datetime.fromisoformat(call.args["fim"]) - datetime.fromisoformat(call.args["inicio"])
+        for call in psp.calls("GET", "/pix")
+    ]
+    assert len(spans) == 2 and max(spans) <= timedelta(hours=24)
 
 
 def test_reconciliation_asks_from_its_last_run_less_an_overlap(app, client, live, psp, redis):

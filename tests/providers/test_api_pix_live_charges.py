@@ -165,6 +165,18 @@ def test_an_outage_is_503_and_a_retry_with_the_same_key_succeeds(app, api, merch
     assert retried.get_json()["status"] == "pending"
 
 
+def test_refused_credentials_are_503_never_a_failed_charge(app, api, merchant, live, monkeypatch):
+    """A client or scope the PSP refuses is our setup, not the merchant's charge."""
+    monkeypatch.setitem(app.config, "API_PIX_CLIENT_SECRET", "revoked-secret")
+
+    answer = create(api, merchant.api_key, amount=5_000)
+
+    assert error_of(answer, 503)["code"] == "service_unavailable"
+    with app.app_context():
+        assert db.session.scalar(sa.select(sa.func.count()).select_from(Transaction)) == 0
+    assert live.calls("PUT", "/cob/") == []
+
+
 def test_a_token_revoked_mid_way_is_fetched_again(api, merchant, live):
     charge = live_charge(api, merchant)
     live.revoke_tokens()
@@ -337,3 +349,25 @@ def test_start_up_refuses_an_incomplete_api_pix(app, psp):
     with pytest.raises(RuntimeError, match="mutual TLS"):
         validate_api_pix(production)
     validate_api_pix({**app.config, **psp.config()})
+
+
+@pytest.mark.parametrize(("secret", "starts"), [("", False), ("s" * 31, False), ("s" * 32, True)])
+def test_outside_development_the_webhook_secret_is_long(app, psp, tmp_path, secret, starts):
+    certificate = tmp_path / "client.pem"
+    certificate.write_text("not read at start-up")
+    production = {
+        **app.config,
+        **psp.config(
+            API_PIX_BASE_URL="https://pix.example.com/api/v2",
+            API_PIX_TOKEN_URL="https://pix.example.com/oauth/token",
+            API_PIX_CERT_PATH=str(certificate),
+        ),
+        "APP_ENV": "production",
+        "API_PIX_WEBHOOK_SECRET": secret,
+    }
+    if starts:
+        validate_api_pix(production)
+    else:
+        with pytest.raises(RuntimeError, match="API_PIX_WEBHOOK_SECRET must have at least 32"):
+            validate_api_pix(production)
+    validate_api_pix({**production, "APP_ENV": "development"})

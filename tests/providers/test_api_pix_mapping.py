@@ -6,11 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.formats.charges import PUBLIC_STATUS
-from app.models import RefundStatus, TransactionStatus
+from app.models import RefundStatus
 from app.pix.identifiers import TXID_PATTERN
 from app.providers.api_pix.mapping import (
-    CHARGE_STATUS,
     DEVOLUCAO_ID_PATTERN,
     MED_NATUREZAS,
     REFUND_STATUS,
@@ -21,7 +19,6 @@ from app.providers.api_pix.mapping import (
     txid_for,
     valor,
 )
-from app.services.transactions import TRANSITIONS
 
 KEY = "7d9f0335-8dcc-4054-9bf9-0dbd61d36906"
 E2E = "E12345678202009091221abcdef12345"
@@ -180,26 +177,13 @@ def test_cob_body_refuses_a_bad_document_or_expiry():
 # statuses
 
 
-def test_charge_statuses_land_on_reachable_transaction_statuses():
-    assert {status: PUBLIC_STATUS[target] for status, target in CHARGE_STATUS.items()} == {
-        "ATIVA": "pending",
-        "CONCLUIDA": "paid",
-        "REMOVIDA_PELO_USUARIO_RECEBEDOR": "cancelled",
-        "REMOVIDA_PELO_PSP": "cancelled",
-    }
-    waiting = TransactionStatus.WAITING_PAYMENT
-    assert all(
-        target is waiting or target in TRANSITIONS[waiting] for target in CHARGE_STATUS.values()
-    )
-
-
 def test_refund_statuses_and_med():
     assert REFUND_STATUS == {
         "EM_PROCESSAMENTO": RefundStatus.IN_PROGRESS,
         "DEVOLVIDO": RefundStatus.REFUNDED,
         "NAO_REALIZADO": RefundStatus.FAILED,
     }
-    assert frozenset({"MED_OPERACIONAL", "MED_FRAUDE"}) == MED_NATUREZAS
+    assert frozenset({"MED_OPERACIONAL", "MED_FRAUDE", "MED_PIX_AUTOMATICO"}) == MED_NATUREZAS
 
 
 # webhooks

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from app.config import DEVELOPMENT_SECRET, PROJECT_ROOT, load_settings, validate_settings
+from app.providers.api_pix.client import DEFAULT_SCOPES, DEFAULT_TIMEOUT_SECONDS, ApiPixSettings
 
 
 def _settings(monkeypatch, **env):
@@ -67,3 +68,24 @@ def test_private_test_webhook_urls_are_allowed_only_on_a_developer_machine(
 ):
     settings = _settings(monkeypatch, APP_ENV=app_env, SECRET_KEY="s" * 32)
     assert settings["WEBHOOK_ALLOW_PRIVATE_TEST_URLS"] is allowed
+
+
+def test_api_pix_defaults_and_checks_come_from_its_settings(monkeypatch):
+    """Scopes and timeout have one default, ApiPixSettings's; a bad timeout stops start-up."""
+    psp = {
+        "API_PIX_BASE_URL": "http://psp.test/api/v2",
+        "API_PIX_TOKEN_URL": "http://psp.test/oauth/token",
+        "API_PIX_CLIENT_ID": "acme",
+        "API_PIX_CLIENT_SECRET": "acme-secret",
+        "API_PIX_RECEIVER_PIX_KEY": "7d9f0335-8dcc-4054-9bf9-0dbd61d36906",
+        "API_PIX_SCOPES": "",
+        "API_PIX_TIMEOUT_SECONDS": "",
+    }
+    settings = _settings(monkeypatch, APP_ENV="testing", **psp)
+    validate_settings(settings)
+    api_pix = ApiPixSettings.from_config(settings)
+    assert (api_pix.scopes, api_pix.timeout_seconds) == (DEFAULT_SCOPES, DEFAULT_TIMEOUT_SECONDS)
+
+    monkeypatch.setenv("API_PIX_TIMEOUT_SECONDS", "soon")
+    with pytest.raises(RuntimeError, match="API_PIX_TIMEOUT_SECONDS is not a number"):
+        validate_settings(load_settings())

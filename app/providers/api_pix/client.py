@@ -8,7 +8,10 @@ answers 401. Failures become the provider errors the services already handle:
 - a 4xx answer (RFC 7807 `application/problem+json`) → `ApiPixRefused`: nothing happened;
   `code` is the problem type's name (`CobOperacaoInvalida`), `problem` the whole answer;
 - 5xx, 408, 429, a timeout or a broken connection → `ApiPixUnavailable`: the outcome is
-  unknown, retry with the same txid or devolução id (both are ours, so a retry is safe).
+  unknown, retry with the same txid or devolução id (both are ours, so a retry is safe);
+- our credentials refused (401 or 403 with a fresh token, a 4xx from the token endpoint: a
+  bad client, a missing scope) → `ApiPixUnavailable` and an ERROR in the log: the setup is
+  wrong, not the merchant's request, so nothing is failed for good while it is fixed.
 
 Settings, read by `ApiPixSettings.from_config` from a mapping (the environment, say):
 
@@ -27,9 +30,9 @@ Settings, read by `ApiPixSettings.from_config` from a mapping (the environment, 
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import requests
 
@@ -46,9 +49,13 @@ CONFIG_PREFIX = "API_PIX_"
 # leaves with a token that dies on the way.
 TOKEN_EARLY_REFRESH_SECONDS = 30.0
 PAGE_SIZE = 100
+# PSPs cap the inicio..fim range of `GET /pix`; longer windows are asked for in pieces.
+MAX_LIST_SPAN = timedelta(hours=24)
 PROBLEM_JSON = "application/problem+json"
 # 4xx answers that say "not now" rather than "never": the operation may be retried.
 RETRYABLE_CLIENT_STATUSES = frozenset({408, 429})
+# Answers that refuse us, not the request: no token, or a token without the scope.
+REFUSED_CREDENTIAL_STATUSES = frozenset({401, 403})
 
 
 class ApiPixRefused(ProviderRefused):
@@ -159,9 +166,19 @@ class ApiPixClient:
     def get_pix(self, e2eid: str) -> dict:
         return self._request("GET", f"/pix/{_checked(e2eid, END_TO_END_PATTERN, 'e2eid')}")
 
-    def list_pix(self, inicio: datetime, fim: datetime) -> list[dict]:
-        """Every Pix received between `inicio` and `fim` (aware datetimes), all pages."""
-        received: list[dict] = []
+    def iter_pix(self, inicio: datetime, fim: datetime) -> Iterator[dict]:
+        """Every Pix received between `inicio` and `fim` (aware datetimes), asked for in
+        spans of at most MAX_LIST_SPAN, a page at a time as the caller consumes them. A Pix
+        on the boundary of two spans may come twice."""
+        start = inicio
+        while True:
+            end = min(start + MAX_LIST_SPAN, fim)
+            yield from self._pix_pages(start, end)
+            if end >= fim:
+                return
+            start = end
+
+    def _pix_pages(self, inicio: datetime, fim: datetime) -> Iterator[dict]:
         page = 0
         while True:
             answer = self._request(
@@ -175,12 +192,12 @@ class ApiPixClient:
                 },
             )
             items = answer.get("pix") or []
-            received.extend(items)
+            yield from items
             paging = (answer.get("parametros") or {}).get("paginacao") or {}
             pages = paging.get("quantidadeDePaginas")
             page += 1
             if not items or not isinstance(pages, int) or page >= pages:
-                return received
+                return
 
     def put_devolucao(self, e2eid: str, refund_id: str, body: dict) -> dict:
         """Ask for a refund of `e2eid`; `refund_id` is ours, so a retry asks only once."""
@@ -236,19 +253,8 @@ class ApiPixClient:
         )
         log.info("API Pix token request answered %s", response.status_code)
         if response.status_code >= 400:
-            _raise_token_error(response)
-        try:
-            answer = response.json()
-            value = answer["access_token"]
-            lifetime = float(answer["expires_in"])
-        except (ValueError, KeyError, TypeError) as error:
-            raise ApiPixUnavailable(
-                "The PSP's token endpoint answered without a usable token.", code="bad_token"
-            ) from error
-        if not isinstance(value, str) or not value or lifetime <= 0:
-            raise ApiPixUnavailable(
-                "The PSP's token endpoint answered without a usable token.", code="bad_token"
-            )
+            raise _token_error(response)
+        value, lifetime = _usable_token(response)
         early = min(TOKEN_EARLY_REFRESH_SECONDS, lifetime / 10)
         return _Token(value=value, refresh_at=requested_at + lifetime - early)
 
@@ -283,11 +289,13 @@ def _answer(response: requests.Response, what: str) -> dict:
             raise ApiPixUnavailable(f"The PSP's answer to {what} is not an object.", "bad_answer")
         return answer
     problem = _problem(response)
-    message = _problem_message(problem, status)
+    message = f"{what}: {_problem_message(problem, status)}"
     code = _problem_code(problem, status)
+    if status in REFUSED_CREDENTIAL_STATUSES:  # even with a fresh token (`_request`)
+        raise _credentials_refused(message, code, status)
     if status >= 500 or status in RETRYABLE_CLIENT_STATUSES:
-        raise ApiPixUnavailable(f"{what}: {message}", code=code)
-    raise ApiPixRefused(f"{what}: {message}", code=code, problem=problem, status=status)
+        raise ApiPixUnavailable(message, code=code)
+    raise ApiPixRefused(message, code=code, problem=problem, status=status)
 
 
 def _problem(response: requests.Response) -> dict:
@@ -316,19 +324,44 @@ def _problem_code(problem: dict, status: int) -> str:
     return str(status)
 
 
-def _raise_token_error(response: requests.Response) -> None:
-    """OAuth2 errors (RFC 6749 `{error, error_description}`): 4xx means our credentials or
-    scopes were refused, which no retry will fix."""
+def _usable_token(response: requests.Response) -> tuple[str, float]:
+    """The access token and its lifetime in seconds, or ApiPixUnavailable."""
+    try:
+        answer = response.json()
+        value, lifetime = answer["access_token"], float(answer["expires_in"])
+    except (ValueError, KeyError, TypeError):
+        value, lifetime = None, 0.0
+    if not isinstance(value, str) or not value or lifetime <= 0:
+        raise ApiPixUnavailable(
+            "The PSP's token endpoint answered without a usable token.", code="bad_token"
+        )
+    return value, lifetime
+
+
+def _token_error(response: requests.Response) -> ApiPixUnavailable:
+    """OAuth2 errors (RFC 6749 `{error, error_description}`): a 4xx means our credentials or
+    scopes were refused, which only fixing the settings cures."""
     try:
         answer = response.json()
     except ValueError:
         answer = {}
     answer = answer if isinstance(answer, dict) else {}
-    code = str(answer.get("error") or response.status_code)
+    status = response.status_code
+    code = str(answer.get("error") or status)
     message = f"The PSP refused the token request ({code})."
-    if response.status_code >= 500 or response.status_code in RETRYABLE_CLIENT_STATUSES:
-        raise ApiPixUnavailable(message, code=code)
-    raise ApiPixRefused(message, code=code, problem=answer, status=response.status_code)
+    if status >= 500 or status in RETRYABLE_CLIENT_STATUSES:
+        return ApiPixUnavailable(message, code=code)
+    return _credentials_refused(message, code, status)
+
+
+def _credentials_refused(message: str, code: str, status: int) -> ApiPixUnavailable:
+    """Our misconfiguration, not the request's fault: unavailable (retried, never failed for
+    good) and an error for operations."""
+    log.error(
+        "The PSP refuses our API Pix credentials or scopes; check the API_PIX_* settings",
+        extra={"status": status, "code": code},
+    )
+    return ApiPixUnavailable(message, code=code)
 
 
 def _devolucao_path(e2eid: str, refund_id: str) -> str:

@@ -2,19 +2,15 @@
 
 Pure functions, no I/O: the client moves the JSON, these decide what it means.
 
-Status choices, against the transaction statuses (app/models/transaction.py) and the public
-ones (app/formats/charges.py `PUBLIC_STATUS`):
-
-- `ATIVA` → WAITING_PAYMENT (public `pending`): the state a charge enters once its code is
-  issued. The API Pix keeps an expired cob `ATIVA`; expiry stays ours (`charges.expire_due`).
-- `CONCLUIDA` → PAID (public `paid`). Only a signal: money is credited when the Pix itself
-  (webhook or `GET /pix`) goes through `pix_payments.receive`, which checks amount and payer.
-- `REMOVIDA_PELO_USUARIO_RECEBEDOR` and `REMOVIDA_PELO_PSP` → CANCELLED (public `cancelled`):
-  nobody can pay it any more, and it was not a lapse of time (that would be EXPIRED).
+Charge statuses are not mapped: a cob's status (`ATIVA`, `CONCLUIDA`, `REMOVIDA_PELO_*`) is
+shown as the PSP words it (provider-status), and ours moves only with what happened to us,
+the Pix received (`pix_payments.receive`, which checks amount and payer), our expiry
+(`charges.expire_due`; the API Pix keeps an expired cob `ATIVA`) and our cancellation.
 
 Refund statuses land on `RefundStatus`: `EM_PROCESSAMENTO` → IN_PROGRESS, `DEVOLVIDO` →
 REFUNDED, `NAO_REALIZADO` → FAILED. A devolução whose `natureza` is in `MED_NATUREZAS` was
-forced by the MED (fraud or operational failure), not asked for by the merchant.
+forced by the MED (fraud, an operational failure, or a Pix Automático dispute), not asked for
+by the merchant.
 """
 
 import re
@@ -23,25 +19,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from app.formats.locations import ACTIVE, COMPLETED, REMOVED_BY_PSP
-from app.models import RefundStatus, TransactionStatus
+from app.formats.locations import REMOVED_BY_PSP
+from app.models import RefundStatus
 from app.pix.brcode import format_amount
 from app.pix.documents import strip_formatting, tax_id_kind
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
 
 REMOVED_BY_RECEIVER = "REMOVIDA_PELO_USUARIO_RECEBEDOR"
-CHARGE_STATUS = {
-    ACTIVE: TransactionStatus.WAITING_PAYMENT,
-    COMPLETED: TransactionStatus.PAID,
-    REMOVED_BY_RECEIVER: TransactionStatus.CANCELLED,
-    REMOVED_BY_PSP: TransactionStatus.CANCELLED,
-}
+REMOVED_STATUSES = frozenset({REMOVED_BY_RECEIVER, REMOVED_BY_PSP})
 REFUND_STATUS = {
     "EM_PROCESSAMENTO": RefundStatus.IN_PROGRESS,
     "DEVOLVIDO": RefundStatus.REFUNDED,
     "NAO_REALIZADO": RefundStatus.FAILED,
 }
-MED_NATUREZAS = frozenset({"MED_OPERACIONAL", "MED_FRAUDE"})
+MED_NATUREZAS = frozenset({"MED_OPERACIONAL", "MED_FRAUDE", "MED_PIX_AUTOMATICO"})
 DEVOLUCAO_ID_PATTERN = re.compile(r"[a-zA-Z0-9]{1,35}")
 # ASCII digits only: `\d` would also take Arabic-Indic and other Unicode digits.
 VALOR_PATTERN = re.compile(r"[0-9]{1,10}\.[0-9]{2}")
@@ -93,6 +84,21 @@ def txid_for(transaction_id: str) -> str:
 def devolucao_id_for(refund_id: str) -> str:
     """The devolução id of one of our refunds: the same retry-safe rule as `txid_for`."""
     return txid_for(refund_id)
+
+
+def refund_reference(end_to_end_id: str, refund_id: str) -> str:
+    """What a refund job polls: the Pix's end-to-end id and the refund's devolução id side by
+    side (32 + 32 characters, no separator needed)."""
+    return end_to_end_id + devolucao_id_for(refund_id)
+
+
+def split_refund_reference(reference: str) -> tuple[str, str]:
+    """`refund_reference` back into its end-to-end id and devolução id; anything else is a
+    bug on our side, as an id outside the standard's charset is for the client."""
+    end_to_end = END_TO_END_PATTERN.match(reference)
+    if end_to_end is None:
+        raise ValueError(f"not an API Pix refund reference: {reference!r}")
+    return end_to_end.group(), reference[end_to_end.end() :]
 
 
 def valor(amount_minor: int) -> str:

@@ -11,16 +11,19 @@ read back and used if it is the one we asked for.
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from app.models import RefundStatus
+from app.models import RefundStatus, RefundStrategy
 from app.models.base import utcnow
 from app.providers.api_pix.client import ApiPixClient, ApiPixRefused, ApiPixUnavailable
 from app.providers.api_pix.mapping import (
     REFUND_STATUS,
     REMOVED_BY_RECEIVER,
+    REMOVED_STATUSES,
     Devolucao,
     cob_body,
     devolucao_id_for,
     parse_devolucao,
+    refund_reference,
+    split_refund_reference,
     txid_for,
     valor,
 )
@@ -41,10 +44,7 @@ from app.providers.base import (
 )
 
 PIX, BRL = "PIX", "BRL"
-DEVOLUTION = "devolution"
 ORIGINAL = "ORIGINAL"
-REMOVED_STATUSES = frozenset({REMOVED_BY_RECEIVER, "REMOVIDA_PELO_PSP"})
-END_TO_END_LENGTH = 32
 
 
 class ApiPixProvider(PaymentProvider):
@@ -129,7 +129,7 @@ class ApiPixProvider(PaymentProvider):
         return cob
 
     def charge_status(self, txid: str) -> str:
-        return str(self.client.get_cob(txid).get("status"))
+        return self.payment_status(PIX, txid).status
 
     def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:
         """An automatic return (a payment we will not credit), as a devolução of all of it."""
@@ -137,16 +137,15 @@ class ApiPixProvider(PaymentProvider):
         return PixReturn(return_id=devolucao.rtr_id, status=devolucao.status)
 
     def refund(self, request: RefundRequest) -> str:
-        """A devolução of `request.amount`; the reference to poll is the end-to-end id and
-        the devolução id side by side (32 + 32 characters, no separator needed)."""
-        if request.method != PIX or request.strategy != DEVOLUTION or not request.end_to_end_id:
+        """A devolução of `request.amount`; the reference to poll is `refund_reference`."""
+        devolution = request.strategy == RefundStrategy.DEVOLUTION
+        if request.method != PIX or not devolution or not request.end_to_end_id:
             raise ProviderRefused(
                 "API Pix refunds a Pix only by devolução of its end-to-end id.",
                 code="unsupported_refund",
             )
-        devolucao_id = devolucao_id_for(request.reference)
-        self._devolve(request.end_to_end_id, devolucao_id, request.amount)
-        return request.end_to_end_id + devolucao_id
+        self._devolve(request.end_to_end_id, devolucao_id_for(request.reference), request.amount)
+        return refund_reference(request.end_to_end_id, request.reference)
 
     def _devolve(self, end_to_end_id: str, devolucao_id: str, amount: int) -> Devolucao:
         body = {"valor": valor(amount), "natureza": ORIGINAL}
@@ -169,8 +168,7 @@ class ApiPixProvider(PaymentProvider):
         return held
 
     def refund_status(self, provider_reference: str) -> RefundState:
-        end_to_end_id = provider_reference[:END_TO_END_LENGTH]
-        devolucao_id = provider_reference[END_TO_END_LENGTH:]
+        end_to_end_id, devolucao_id = split_refund_reference(provider_reference)
         devolucao = _parsed_devolucao(self.client.get_devolucao(end_to_end_id, devolucao_id))
         state = REFUND_STATUS[devolucao.status]
         if state is not RefundStatus.FAILED:
