@@ -20,9 +20,16 @@ from app.dashboard.payouts import destination
 from app.dashboard.session import staff_required
 from app.extensions import db
 from app.formats import charges as charge_format
-from app.models import Transaction, Withdrawal
+from app.models import RefundStatus, Transaction, Withdrawal
 from app.services import accounts, payout_review, payouts, pix_payments, review
 from app.templating import money
+
+# What staff are told after returning a held Pix: the return's own status, never a success it
+# has not had yet (a live PSP may still be processing it).
+RETURN_OUTCOMES = {
+    RefundStatus.REFUNDED: "returned to the payer; the charge is refunded.",
+    RefundStatus.IN_PROGRESS: "the return to the payer is being processed; the charge is refunded.",
+}
 
 
 @bp.get("/back-office")
@@ -53,9 +60,10 @@ def release_held_charge(charge_id: str) -> ResponseReturnValue:
 @staff_required
 def return_held_charge(charge_id: str) -> ResponseReturnValue:
     """The payer could not be confirmed: the held Pix goes back to them."""
-    charge = pix_payments.return_held(charge_format.raw_id(charge_id), current_user.id)
+    returned = pix_payments.return_held(charge_format.raw_id(charge_id), current_user.id)
     db.session.commit()
-    flash(f"{_described(charge)} returned to the payer; the charge is refunded.", "info")
+    charge = db.session.get(Transaction, returned.transaction_id)
+    flash(f"{_described(charge)}: {RETURN_OUTCOMES[returned.status]}", "info")
     return redirect(url_for("dashboard.back_office"), 303)
 
 

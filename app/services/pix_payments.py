@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from app.errors import Conflict, InvalidRequest
+from app.errors import Conflict, InvalidRequest, Unprocessable
 from app.extensions import db
 from app.models import (
     KeyMode,
@@ -149,16 +149,26 @@ def release_held(charge_id: str, actor_user_id: str) -> Transaction:
     return charge
 
 
-def return_held(charge_id: str, actor_user_id: str) -> Transaction:
+def return_held(charge_id: str, actor_user_id: str) -> Refund:
     """Review failed: the held Pix goes back to the payer and the charge becomes refunded;
-    400 `refund_window_expired`, nothing changed, when it was received over 90 days ago."""
+    400 `refund_window_expired`, nothing changed, when it was received over 90 days ago.
+    Returns the return itself, whose status says whether the payer has the money yet; a
+    provider that refuses it is 422 `return_refused` (roll back: the Pix stays held)."""
     charge = transactions.lock(charge_id)
     held = _returnable(held_payment(charge))
     held.outcome = Outcome.RETURNED_AFTER_REVIEW
-    _return(charge, held, "Returned after manual review: the payer could not be confirmed.")
+    returned = _return(
+        charge, held, "Returned after manual review: the payer could not be confirmed."
+    )
+    if returned.status is RefundStatus.FAILED:
+        raise Unprocessable(
+            f"{returned.failure_reason} The Pix stays held: release it, or settle with the "
+            "payer outside Pix.",
+            code="return_refused",
+        )
     transactions.transition(charge, TransactionStatus.REFUNDED)
     _audit(charge, actor_user_id, "charge.review_returned", held)
-    return charge
+    return returned
 
 
 def returnable_held(charge: Transaction) -> ReceivedPix | None:

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app.errors import InvalidRequest
+from app.errors import InvalidRequest, Unprocessable
 from app.extensions import db
 from app.models import KeyMode, ReceivedPixOutcome, RefundStatus
 from app.models.base import utcnow
@@ -166,6 +166,20 @@ def test_staff_returning_a_pix_held_over_90_days_get_a_clear_error(app, api, mer
     assert "90 days" in refused.value.message
     assert live.calls("PUT", "/pix/") == []
     assert refunds.refund_rows(app, charge["id"]) == []
+    assert refunds.transaction_row(app, charge["id"]).status == "PROCESSING"
+
+
+def test_staff_returning_a_pix_the_psp_refuses_keep_it_held(app, api, merchant, live):
+    """A refused devolução is no refund: staff are told (422) and the Pix stays held."""
+    charge, _ = held_charge(app, api, merchant, live, at=utcnow() - timedelta(days=2))
+    staff = factories.make_member(app)
+    live.fail_next(400)
+
+    with app.app_context(), pytest.raises(Unprocessable) as refused:
+        pix_payments.return_held(raw(charge["id"]), staff.user_id)
+
+    assert refused.value.code == "return_refused"
+    assert "stays held" in refused.value.message
     assert refunds.transaction_row(app, charge["id"]).status == "PROCESSING"
 
 
