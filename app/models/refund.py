@@ -23,6 +23,9 @@ class RefundStatus(enum.StrEnum):
     FAILED = "FAILED"
 
 
+FINAL_REFUND_STATUSES = frozenset({RefundStatus.REFUNDED, RefundStatus.FAILED})
+
+
 class RefundStrategy(enum.StrEnum):
     """How a Pix refund leaves: a central-bank return by end-to-end id, or a new Pix-out."""
 

@@ -32,6 +32,7 @@ from app.errors import ApiError
 from app.extensions import db
 from app.models import (
     FINAL_DISPUTE_STATUSES,
+    FINAL_REFUND_STATUSES,
     DisputeCase,
     DisputeType,
     KeyMode,
@@ -50,13 +51,12 @@ from app.services import disputes, pix_payments, refunds, transactions
 log = logging.getLogger(__name__)
 
 DISPUTE_SOURCE = "api_pix"
-FINAL_REFUND_STATUSES = frozenset({RefundStatus.REFUNDED, RefundStatus.FAILED})
 
 
 def apply_received(entries: Iterable[PixEntry]) -> None:
     """Apply each reported Pix and its devoluções; the caller commits (one transaction)."""
     for entry in entries:
-        charge_id = _live_charge_id(entry.txid)
+        charge_id = live_charge_id(entry.txid)
         if charge_id is None:
             log.warning(
                 "received Pix matches no live charge; acknowledged and ignored",
@@ -88,7 +88,7 @@ def apply_received(entries: Iterable[PixEntry]) -> None:
                 )
 
 
-def _live_charge_id(txid: str | None) -> str | None:
+def live_charge_id(txid: str | None) -> str | None:
     """The live charge whose cob has this txid: its id is the txid read back as a uuid
     (`mapping.txid_for`), so the lookup is by primary key, confirmed by the stored txid."""
     if txid is None:

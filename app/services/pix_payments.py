@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from app.errors import Conflict, InvalidRequest, Unprocessable
 from app.extensions import db
 from app.models import (
+    FINAL_REFUND_STATUSES,
     KeyMode,
     ReceivedPix,
     ReceivedPixOutcome,
@@ -51,7 +52,6 @@ from app.services.transactions import AWAITING_PAYMENT
 log = logging.getLogger(__name__)
 Outcome = ReceivedPixOutcome
 DEVOLUTION_WINDOW = timedelta(days=90)
-FINAL_RETURN_STATUSES = frozenset({RefundStatus.REFUNDED, RefundStatus.FAILED})
 # The namespace of automatic return ids: uuid5(namespace, end-to-end id).
 AUTOMATIC_RETURN_NAMESPACE = uuid.UUID("754b38bc-79c8-4c9f-bb0f-fb595210abd4")
 MAX_FAILURE_REASON = 500
@@ -293,7 +293,7 @@ def settle_return(
     now = utcnow()
     refund.status, refund.updated_at = status, now
     refund.return_id = return_id or refund.return_id
-    if status in FINAL_RETURN_STATUSES:
+    if status in FINAL_REFUND_STATUSES:
         refund.completed_at = settled_at or now
     if status is RefundStatus.FAILED:
         refund.failure_reason = (failure_reason or "The Pix could not be returned.")[
