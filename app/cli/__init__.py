@@ -1,5 +1,5 @@
-"""Operator commands: `flask accounts …`, `users …`, `demo seed`, `ledger check` and
-`secrets reencrypt`."""
+"""Operator commands: `flask accounts …`, `users …`, `demo seed`, `ledger check`,
+`secrets reencrypt` and `api-pix register-webhook`."""
 
 import json
 from functools import wraps
@@ -8,6 +8,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
+from app.cli.api_pix import api_pix_cli
 from app.errors import ApiError
 from app.extensions import db
 from app.models import Account, KeyMode, Role
@@ -162,5 +163,5 @@ def reencrypt_secrets() -> None:
 
 
 def register_cli(app: Flask) -> None:
-    for group in (accounts_cli, users_cli, demo_cli, ledger_cli, secrets_cli):
+    for group in (accounts_cli, users_cli, demo_cli, ledger_cli, secrets_cli, api_pix_cli):
         app.cli.add_command(group)

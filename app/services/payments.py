@@ -271,12 +271,15 @@ def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
         raise ServiceUnavailable(
             f"The provider could not cancel the payment ({error.message}); retry."
         ) from error
-    payment.metadata_ = {
-        **payment.metadata_,
-        "failure": charges.failure("Cancelled by the merchant.", "canceled"),
-    }
-    transactions.transition(payment, S.CANCELLED)
+    mark_cancelled(payment, "Cancelled by the merchant.")
     return payment
+
+
+def mark_cancelled(payment: Transaction, reason: str) -> None:
+    """Move a locked payment whose instructions are already withdrawn to CANCELLED, `reason`
+    in `metadata.failure`; the move records the events every cancellation sends."""
+    payment.metadata_ = {**payment.metadata_, "failure": charges.failure(reason, "canceled")}
+    transactions.transition(payment, S.CANCELLED)
 
 
 def settle(

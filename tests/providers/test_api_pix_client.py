@@ -414,7 +414,7 @@ def test_settings_read_the_api_pix_keys():
     )
 
     assert settings.base_url == "https://pix.example.com/api/v2"
-    assert settings.scopes == "cob.write cob.read pix.write pix.read webhook.write"
+    assert settings.scopes == "cob.write cob.read pix.write pix.read webhook.write webhook.read"
     assert settings.requests_options() == {
         "timeout": 7.5,
         "verify": "/certs/psp-ca.pem",

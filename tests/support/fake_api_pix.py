@@ -2,9 +2,9 @@
 
 It holds cobs, received Pix and devoluções in memory and answers in the standard's shapes,
 errors included (RFC 7807 `application/problem+json` with `type`, `title`, `status`,
-`detail`). Tests drive it with `pay`, `settle_devolucao`, `fail_next`, `revoke_tokens` and
-read what it was asked in `requests`. Plain HTTP: mutual TLS is the client's settings, tested
-apart.
+`detail`). Tests drive it with `pay`, `remove_cob`, `settle_devolucao`, `fail_next`,
+`revoke_tokens` and read what it was asked in `requests`. Plain HTTP: mutual TLS is the
+client's settings, tested apart.
 """
 
 import base64
@@ -26,6 +26,7 @@ from app.pix import brcode
 from app.pix.identifiers import TXID_PATTERN, new_end_to_end_id, new_return_id
 from app.providers.api_pix.mapping import (
     DEVOLUCAO_ID_PATTERN,
+    REMOVED_BY_PSP,
     REMOVED_BY_RECEIVER,
     amount_from_valor,
     valor,
@@ -53,6 +54,7 @@ _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 URLS = Map(
     [
         Rule("/oauth/token", methods=["POST"], endpoint="token"),
+        Rule("/cob", methods=["GET"], endpoint="list_cobs"),
         Rule("/cob/<txid>", methods=["PUT"], endpoint="put_cob"),
         Rule("/cob/<txid>", methods=["PATCH"], endpoint="patch_cob"),
         Rule("/cob/<txid>", methods=["GET"], endpoint="get_cob"),
@@ -60,6 +62,8 @@ URLS = Map(
         Rule("/pix/<e2eid>", methods=["GET"], endpoint="get_pix"),
         Rule("/pix/<e2eid>/devolucao/<refund_id>", methods=["PUT"], endpoint="put_devolucao"),
         Rule("/pix/<e2eid>/devolucao/<refund_id>", methods=["GET"], endpoint="get_devolucao"),
+        Rule("/webhook/<chave>", methods=["PUT"], endpoint="put_webhook"),
+        Rule("/webhook/<chave>", methods=["GET"], endpoint="get_webhook"),
     ],
     strict_slashes=False,
 )
@@ -101,6 +105,7 @@ class FakeApiPix:
     server: object = None
     cobs: dict = field(default_factory=dict)
     pix: dict = field(default_factory=dict)
+    webhooks: dict = field(default_factory=dict)
     tokens: dict = field(default_factory=dict)
     tokens_issued: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -156,6 +161,14 @@ class FakeApiPix:
             cob["status"] = "CONCLUIDA"
             cob.setdefault("pix", []).append(received)
             return self.pix[received["endToEndId"]]
+
+    def remove_cob(self, txid: str) -> dict:
+        """The PSP removes cob `txid` itself (`REMOVIDA_PELO_PSP`), as it may at any time."""
+        with self.lock:
+            cob = self.cobs[txid]
+            cob["status"] = REMOVED_BY_PSP
+            cob["revisao"] += 1
+            return _public(cob)
 
     def settle_devolucao(self, e2eid: str, refund_id: str, status: str = "DEVOLVIDO", motivo=None):
         """The SPI settles (`DEVOLVIDO`) or fails (`NAO_REALIZADO`) a devolução."""
@@ -313,43 +326,25 @@ class FakeApiPix:
         return 200, _public(self._cob(txid))
 
     def _list_pix(self, body: dict, request: Request):
-        args = request.args
-        start, end = args.get("inicio", ""), args.get("fim", "")
-        if not _RFC3339.fullmatch(start) or not _RFC3339.fullmatch(end):
-            raise Problem(
-                400, "PixConsultaInvalida", "Consulta inválida", "inicio e fim são obrigatórios."
-            )
-        start, end = datetime.fromisoformat(start), datetime.fromisoformat(end)
-        if end < start:
-            raise Problem(400, "PixConsultaInvalida", "Consulta inválida", "fim antes de inicio.")
-        try:
-            page = int(args.get("paginacao.paginaAtual", 0))
-            size = int(args.get("paginacao.itensPorPagina", 100))
-        except ValueError as error:
-            raise Problem(
-                400, "PixConsultaInvalida", "Consulta inválida", "paginação inválida."
-            ) from error
-        if page < 0 or size < 1:
-            raise Problem(400, "PixConsultaInvalida", "Consulta inválida", "paginação inválida.")
+        start, end, page, size = _listing(request.args)
         matching = [
             item
             for item in self.pix.values()
             if start <= datetime.fromisoformat(item["horario"]) <= end
         ]
-        pages = max(1, -(-len(matching) // size))
-        return 200, {
-            "parametros": {
-                "inicio": args["inicio"],
-                "fim": args["fim"],
-                "paginacao": {
-                    "paginaAtual": page,
-                    "itensPorPagina": size,
-                    "quantidadeDePaginas": pages,
-                    "quantidadeTotalDeItens": len(matching),
-                },
-            },
-            "pix": matching[page * size : (page + 1) * size],
-        }
+        return 200, _page(request.args, "pix", matching, page, size)
+
+    def _list_cobs(self, body: dict, request: Request):
+        """`GET /cob`: by creation time (`calendario.criacao`), optionally by `status`."""
+        start, end, page, size = _listing(request.args)
+        status = request.args.get("status")
+        matching = [
+            _public(cob)
+            for cob in self.cobs.values()
+            if start <= datetime.fromisoformat(cob["calendario"]["criacao"]) <= end
+            and status in (None, cob["status"])
+        ]
+        return 200, _page(request.args, "cobs", matching, page, size)
 
     def _get_pix(self, body: dict, request: Request, e2eid: str):
         return 200, self._pix(e2eid)
@@ -403,6 +398,28 @@ class FakeApiPix:
     def _get_devolucao(self, body: dict, request: Request, e2eid: str, refund_id: str):
         return 200, self._devolucao(e2eid, refund_id)
 
+    def _put_webhook(self, body: dict, request: Request, chave: str):
+        url = body.get("webhookUrl")
+        if chave != RECEIVER_KEY:
+            raise Problem(
+                400, "WebhookOperacaoInvalida", "Webhook inválido", "A chave não é do recebedor."
+            )
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+            raise Problem(
+                400, "WebhookOperacaoInvalida", "Webhook inválido", "webhookUrl inválida."
+            )
+        self.webhooks[chave] = {
+            "webhookUrl": url,
+            "chave": chave,
+            "criacao": _timestamp(datetime.now(UTC)),
+        }
+        return 200, {}
+
+    def _get_webhook(self, body: dict, request: Request, chave: str):
+        if chave not in self.webhooks:
+            raise Problem(404, "WebhookNaoEncontrado", "Webhook não encontrado", f"chave {chave}.")
+        return 200, self.webhooks[chave]
+
     def _cob(self, txid: str) -> dict:
         if txid not in self.cobs:
             raise Problem(404, "CobNaoEncontrado", "Cobrança não encontrada", f"txid {txid}.")
@@ -430,6 +447,45 @@ def start_fake_api_pix(**options) -> FakeApiPix:
         target=fake.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     ).start()
     return fake
+
+
+def _listing(args) -> tuple[datetime, datetime, int, int]:
+    """The `inicio`, `fim` and paging of a list call, checked as the standard asks."""
+    start, end = args.get("inicio", ""), args.get("fim", "")
+    if not _RFC3339.fullmatch(start) or not _RFC3339.fullmatch(end):
+        raise Problem(
+            400, "PixConsultaInvalida", "Consulta inválida", "inicio e fim são obrigatórios."
+        )
+    start, end = datetime.fromisoformat(start), datetime.fromisoformat(end)
+    if end < start:
+        raise Problem(400, "PixConsultaInvalida", "Consulta inválida", "fim antes de inicio.")
+    try:
+        page = int(args.get("paginacao.paginaAtual", 0))
+        size = int(args.get("paginacao.itensPorPagina", 100))
+    except ValueError as error:
+        raise Problem(
+            400, "PixConsultaInvalida", "Consulta inválida", "paginação inválida."
+        ) from error
+    if page < 0 or size < 1:
+        raise Problem(400, "PixConsultaInvalida", "Consulta inválida", "paginação inválida.")
+    return start, end, page, size
+
+
+def _page(args, key: str, matching: list, page: int, size: int) -> dict:
+    """One page of a list answer, with the standard's `parametros.paginacao`."""
+    return {
+        "parametros": {
+            "inicio": args["inicio"],
+            "fim": args["fim"],
+            "paginacao": {
+                "paginaAtual": page,
+                "itensPorPagina": size,
+                "quantidadeDePaginas": max(1, -(-len(matching) // size)),
+                "quantidadeTotalDeItens": len(matching),
+            },
+        },
+        key: matching[page * size : (page + 1) * size],
+    }
 
 
 def _cob_fields(body: dict) -> dict:

@@ -20,7 +20,8 @@ Settings, read by `ApiPixSettings.from_config` from a mapping (the environment, 
     API_PIX_CLIENT_ID         OAuth2 client id
     API_PIX_CLIENT_SECRET     OAuth2 client secret (never logged, never in repr)
     API_PIX_RECEIVER_PIX_KEY  the receiver's Pix key, the `chave` of every cob
-    API_PIX_SCOPES            default "cob.write cob.read pix.write pix.read webhook.write"
+    API_PIX_SCOPES            default "cob.write cob.read pix.write pix.read webhook.write
+                              webhook.read"
     API_PIX_CERT_PATH         client certificate (PEM) for mutual TLS
     API_PIX_KEY_PATH          its private key, when not inside the certificate file
     API_PIX_CA_PATH           CA bundle that signs the PSP's server certificate
@@ -33,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
 
 import requests
 
@@ -42,14 +44,15 @@ from app.providers.base import ProviderError, ProviderRefused
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SCOPES = "cob.write cob.read pix.write pix.read webhook.write"
+DEFAULT_SCOPES = "cob.write cob.read pix.write pix.read webhook.write webhook.read"
 DEFAULT_TIMEOUT_SECONDS = 10.0
 CONFIG_PREFIX = "API_PIX_"
 # Refresh this much before the token's end (at most a tenth of its life), so a call never
 # leaves with a token that dies on the way.
 TOKEN_EARLY_REFRESH_SECONDS = 30.0
 PAGE_SIZE = 100
-# PSPs cap the inicio..fim range of `GET /pix`; longer windows are asked for in pieces.
+# PSPs cap the inicio..fim range of `GET /pix` and `GET /cob`; longer windows are asked
+# for in pieces.
 MAX_LIST_SPAN = timedelta(hours=24)
 PROBLEM_JSON = "application/problem+json"
 # 4xx answers that say "not now" rather than "never": the operation may be retried.
@@ -170,34 +173,54 @@ class ApiPixClient:
         """Every Pix received between `inicio` and `fim` (aware datetimes), asked for in
         spans of at most MAX_LIST_SPAN, a page at a time as the caller consumes them. A Pix
         on the boundary of two spans may come twice."""
+        return self._listed("/pix", "pix", inicio, fim)
+
+    def iter_cobs(
+        self, inicio: datetime, fim: datetime, status: str | None = None
+    ) -> Iterator[dict]:
+        """Every cob created between `inicio` and `fim` (the standard filters `GET /cob` by
+        creation, not by change), only those in `status` when given; spans and pages as
+        `iter_pix`."""
+        return self._listed("/cob", "cobs", inicio, fim, {"status": status} if status else {})
+
+    def _listed(
+        self, path: str, key: str, inicio: datetime, fim: datetime, filters: dict | None = None
+    ) -> Iterator[dict]:
         start = inicio
         while True:
             end = min(start + MAX_LIST_SPAN, fim)
-            yield from self._pix_pages(start, end)
+            span = {"inicio": _rfc3339(start), "fim": _rfc3339(end)}
+            yield from self._pages(path, key, {**(filters or {}), **span})
             if end >= fim:
                 return
             start = end
 
-    def _pix_pages(self, inicio: datetime, fim: datetime) -> Iterator[dict]:
+    def _pages(self, path: str, key: str, query: dict) -> Iterator[dict]:
         page = 0
         while True:
             answer = self._request(
                 "GET",
-                "/pix",
+                path,
                 params={
-                    "inicio": _rfc3339(inicio),
-                    "fim": _rfc3339(fim),
+                    **query,
                     "paginacao.paginaAtual": page,
                     "paginacao.itensPorPagina": PAGE_SIZE,
                 },
             )
-            items = answer.get("pix") or []
+            items = answer.get(key) or []
             yield from items
             paging = (answer.get("parametros") or {}).get("paginacao") or {}
             pages = paging.get("quantidadeDePaginas")
             page += 1
             if not items or not isinstance(pages, int) or page >= pages:
                 return
+
+    def put_webhook(self, chave: str, url: str) -> dict:
+        """Ask the PSP to call `url` + `/pix` for every Pix received on the key `chave`."""
+        return self._request("PUT", _webhook_path(chave), json={"webhookUrl": url})
+
+    def get_webhook(self, chave: str) -> dict:
+        return self._request("GET", _webhook_path(chave))
 
     def put_devolucao(self, e2eid: str, refund_id: str, body: dict) -> dict:
         """Ask for a refund of `e2eid`; `refund_id` is ours, so a retry asks only once."""
@@ -362,6 +385,13 @@ def _credentials_refused(message: str, code: str, status: int) -> ApiPixUnavaila
         extra={"status": status, "code": code},
     )
     return ApiPixUnavailable(message, code=code)
+
+
+def _webhook_path(chave: str) -> str:
+    """A Pix key may hold `@` or `+` (an e-mail, a phone number): escaped whole."""
+    if not isinstance(chave, str) or not chave:
+        raise ValueError(f"not a Pix key: {chave!r}")
+    return f"/webhook/{quote(chave, safe='')}"
 
 
 def _devolucao_path(e2eid: str, refund_id: str) -> str:

@@ -2,10 +2,13 @@
 
 Pure functions, no I/O: the client moves the JSON, these decide what it means.
 
-Charge statuses are not mapped: a cob's status (`ATIVA`, `CONCLUIDA`, `REMOVIDA_PELO_*`) is
-shown as the PSP words it (provider-status), and ours moves only with what happened to us,
-the Pix received (`pix_payments.receive`, which checks amount and payer), our expiry
-(`charges.expire_due`; the API Pix keeps an expired cob `ATIVA`) and our cancellation.
+A cob's status lands on `TransactionStatus` by `COB_STATUS`: `ATIVA` → WAITING_PAYMENT,
+`CONCLUIDA` → PAID, `REMOVIDA_PELO_USUARIO_RECEBEDOR` and `REMOVIDA_PELO_PSP` → CANCELLED.
+Only a removal is acted on from the cob (the reconciliation job cancels a pending charge
+whose cob the PSP removed); a charge is paid only by the Pix received
+(`pix_payments.receive`, which checks amount and payer), and expires by our own clock
+(`charges.expire_due`; the API Pix keeps an expired cob `ATIVA`). provider-status shows the
+cob's status as the PSP words it.
 
 Refund statuses land on `RefundStatus`: `EM_PROCESSAMENTO` → IN_PROGRESS, `DEVOLVIDO` →
 REFUNDED, `NAO_REALIZADO` → FAILED. A devolução whose `natureza` is in `MED_NATUREZAS` was
@@ -19,14 +22,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from app.formats.locations import REMOVED_BY_PSP
-from app.models import RefundStatus
+from app.formats.locations import ACTIVE, COMPLETED, REMOVED_BY_PSP
+from app.models import RefundStatus, TransactionStatus
 from app.pix.brcode import format_amount
 from app.pix.documents import strip_formatting, tax_id_kind
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
 
 REMOVED_BY_RECEIVER = "REMOVIDA_PELO_USUARIO_RECEBEDOR"
-REMOVED_STATUSES = frozenset({REMOVED_BY_RECEIVER, REMOVED_BY_PSP})
+COB_STATUS = {
+    ACTIVE: TransactionStatus.WAITING_PAYMENT,
+    COMPLETED: TransactionStatus.PAID,
+    REMOVED_BY_RECEIVER: TransactionStatus.CANCELLED,
+    REMOVED_BY_PSP: TransactionStatus.CANCELLED,
+}
+REMOVED_STATUSES = frozenset(
+    status for status, ours in COB_STATUS.items() if ours is TransactionStatus.CANCELLED
+)
 REFUND_STATUS = {
     "EM_PROCESSAMENTO": RefundStatus.IN_PROGRESS,
     "DEVOLVIDO": RefundStatus.REFUNDED,
