@@ -21,6 +21,7 @@ from app.dashboard.session import staff_required
 from app.extensions import db
 from app.formats import charges as charge_format
 from app.models import RefundStatus, Transaction, Withdrawal
+from app.providers.base import ProviderError
 from app.services import accounts, payout_review, payouts, pix_payments, review
 from app.templating import money
 
@@ -60,7 +61,12 @@ def release_held_charge(charge_id: str) -> ResponseReturnValue:
 @staff_required
 def return_held_charge(charge_id: str) -> ResponseReturnValue:
     """The payer could not be confirmed: the held Pix goes back to them."""
-    returned = pix_payments.return_held(charge_format.raw_id(charge_id), current_user.id)
+    try:
+        returned = pix_payments.return_held(charge_format.raw_id(charge_id), current_user.id)
+    except ProviderError:
+        db.session.rollback()
+        flash("The payment provider could not be reached; nothing changed. Try again.", "error")
+        return redirect(url_for("dashboard.back_office"), 303)
     db.session.commit()
     charge = db.session.get(Transaction, returned.transaction_id)
     flash(f"{_described(charge)}: {RETURN_OUTCOMES[returned.status]}", "info")

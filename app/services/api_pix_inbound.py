@@ -159,14 +159,18 @@ def _apply_med(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> No
 
 
 def _case_for(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> DisputeCase | None:
-    """The case opened earlier for this devolução, else the charge's undecided case holding
-    its amount, else a new one. None, logged, when another undecided case holds a different
-    amount (deciding it would settle the wrong dispute) or the charge cannot be disputed
-    (refunded, or a case already lost)."""
+    """The case opened earlier for this devolução (or decided by it), else the charge's
+    undecided case holding its amount, else a new one. None, logged, when another undecided
+    case holds a different amount (deciding it would settle the wrong dispute) or the charge
+    cannot be disputed (refunded, or a case already lost)."""
     linked = db.session.scalar(
         sa.select(DisputeCase).where(
             DisputeCase.transaction_id == charge.id,
-            DisputeCase.external_id == devolucao.id,
+            sa.or_(
+                DisputeCase.external_id == devolucao.id,
+                # a case matched by amount and decided by this devolução, on a re-delivery
+                DisputeCase.decision_note.startswith(_described_prefix(devolucao)),
+            ),
         )
     )
     if linked is not None:
@@ -214,8 +218,13 @@ def _case_for(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> Dis
     return case
 
 
+def _described_prefix(devolucao: Devolucao) -> str:
+    """How a decision note names the devolução that decided the case (`_describe`)."""
+    return f"MED devolução {devolucao.id} ("
+
+
 def _describe(devolucao: Devolucao) -> str:
-    text = f"MED devolução {devolucao.id} ({devolucao.natureza}) {devolucao.status} at the PSP"
+    text = f"{_described_prefix(devolucao)}{devolucao.natureza}) {devolucao.status} at the PSP"
     if devolucao.rtr_id:
         text += f", rtrId {devolucao.rtr_id}"
     return f"{text}: {devolucao.reason}" if devolucao.reason else text

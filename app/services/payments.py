@@ -350,6 +350,10 @@ def _ask_provider(payment: Transaction) -> ProviderStatus:
     provider = provider_named(payment.provider, payment.mode)
     try:
         return provider.payment_status(payment.reference_method, payment.provider_reference)
+    except ProviderRefused as error:
+        raise Unprocessable(
+            f"The provider refused to report on this payment ({error.message})."
+        ) from error
     except ProviderError as error:
         raise ServiceUnavailable(
             f"The provider did not answer ({error.message}); retry with backoff."

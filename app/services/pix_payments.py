@@ -157,15 +157,9 @@ def return_held(charge_id: str, actor_user_id: str) -> Refund:
     charge = transactions.lock(charge_id)
     held = _returnable(held_payment(charge))
     held.outcome = Outcome.RETURNED_AFTER_REVIEW
-    returned = _return(
+    returned = _held_return(
         charge, held, "Returned after manual review: the payer could not be confirmed."
     )
-    if returned.status is RefundStatus.FAILED:
-        raise Unprocessable(
-            f"{returned.failure_reason} The Pix stays held: release it, or settle with the "
-            "payer outside Pix.",
-            code="return_refused",
-        )
     transactions.transition(charge, TransactionStatus.REFUNDED)
     _audit(charge, actor_user_id, "charge.review_returned", held)
     return returned
@@ -180,9 +174,23 @@ def returnable_held(charge: Transaction) -> ReceivedPix | None:
 
 def return_held_on_cancel(charge: Transaction, held: ReceivedPix) -> None:
     """The merchant cancelled a charge in review: the Pix it holds (`returnable_held`) goes
-    back to the payer; the caller holds the lock and moves the charge to CANCELLED."""
+    back to the payer; the caller holds the lock and moves the charge to CANCELLED. A return
+    the provider refuses is 422 `return_refused`: roll back, the Pix stays held."""
     held.outcome = Outcome.RETURNED_NOT_PAYABLE
-    _return(charge, held, "Returned: the merchant cancelled the charge during review.")
+    _held_return(charge, held, "Returned: the merchant cancelled the charge during review.")
+
+
+def _held_return(charge: Transaction, held: ReceivedPix, reason: str) -> Refund:
+    """A held Pix sent back on a person's request: one the provider refuses is not a refund
+    but a refusal they are told about (nothing else changes once the caller rolls back)."""
+    returned = _return(charge, held, reason)
+    if returned.status is RefundStatus.FAILED:
+        raise Unprocessable(
+            f"{returned.failure_reason} The Pix stays held: release it, or settle with the "
+            "payer outside Pix.",
+            code="return_refused",
+        )
+    return returned
 
 
 def _returnable(held: ReceivedPix) -> ReceivedPix:

@@ -313,7 +313,7 @@ def test_a_med_devolucao_opens_a_case_and_loses_it_once_settled(app, client, liv
     refund_support.assert_ledger_clean(app)
 
 
-def test_a_med_devolucao_decides_the_case_already_open(app, client, live, psp):
+def test_a_med_devolucao_decides_the_case_already_open(app, client, live, psp, caplog):
     charge = live_charge(app, client, live)
     pix = psp.pay(txid_of(charge))
     delivered(client, psp.webhook_body(pix["endToEndId"]))
@@ -327,11 +327,13 @@ def test_a_med_devolucao_decides_the_case_already_open(app, client, live, psp):
 
     med_devolucao(psp, pix["endToEndId"], "DEVOLVIDO", natureza="MED_OPERACIONAL")
     delivered(client, psp.webhook_body(pix["endToEndId"]))
-    delivered(client, psp.webhook_body(pix["endToEndId"]))
+    with caplog.at_level(logging.ERROR, logger="app.services.api_pix_inbound"):
+        delivered(client, psp.webhook_body(pix["endToEndId"]))  # a re-delivery: nothing new
 
     (case,) = cases_of(app, charge)
     assert (case.external_id, case.money_outcome) == ("infraction-77", "lost")
     assert "MED_OPERACIONAL" in case.decision_note
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_a_med_devolucao_never_decides_a_case_holding_another_amount(

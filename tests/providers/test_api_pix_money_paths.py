@@ -18,6 +18,7 @@ from app.providers.base import ProviderError
 from app.services import pix_payments
 from tests.support import factories, refunds
 from tests.support.charges import CPF, OTHER_CPF, created, events, get, raw, update_row
+from tests.support.dashboard import post_form, sign_in
 
 AMOUNT = 20_000
 PAYER = {"cpf": CPF, "nome": "Ana Souza"}
@@ -181,6 +182,35 @@ def test_staff_returning_a_pix_the_psp_refuses_keep_it_held(app, api, merchant, 
     assert refused.value.code == "return_refused"
     assert "stays held" in refused.value.message
     assert refunds.transaction_row(app, charge["id"]).status == "PROCESSING"
+
+
+def test_cancelling_a_held_charge_the_psp_refuses_to_return_is_refused(app, api, merchant, live):
+    """The merchant's cancel answers 422 `return_refused`; the Pix stays held for review."""
+    charge, _ = held_charge(app, api, merchant, live, at=utcnow() - timedelta(days=2))
+    live.fail_next(400)
+
+    response = api.post(f"/v1/payments/{charge['id']}/cancel", headers={"apikey": merchant.api_key})
+
+    assert response.status_code == 422, response.get_json()
+    assert response.get_json()["error"]["code"] == "return_refused"
+    assert refunds.transaction_row(app, charge["id"]).status == "PROCESSING"
+    assert refunds.refund_rows(app, charge["id"]) == []
+
+
+def test_staff_returning_during_a_psp_outage_are_told_and_nothing_changes(app, api, merchant, live):
+    charge, _ = held_charge(app, api, merchant, live, at=utcnow() - timedelta(days=2))
+    sign_in(api, factories.make_staff(app))
+    live.fail_next(503)
+
+    response = post_form(
+        api, "/dashboard/back-office", f"/dashboard/back-office/charges/{charge['id']}/return"
+    )
+
+    assert response.status_code == 303
+    page = api.get("/dashboard/back-office").get_data(as_text=True)
+    assert "The payment provider could not be reached; nothing changed." in page
+    assert refunds.transaction_row(app, charge["id"]).status == "PROCESSING"
+    assert refunds.refund_rows(app, charge["id"]) == []
 
 
 # 2. The refund job polls automatic returns
