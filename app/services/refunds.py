@@ -52,6 +52,9 @@ PIX = "PIX"
 MAX_REASON = 500
 MAX_SUBMIT_ATTEMPTS = 5
 SUBMIT_GRACE = timedelta(seconds=30)  # a refund's own job normally runs well within this
+# A provider that failed to answer is asked again after SUBMIT_GRACE, then twice as long after
+# each further failure, at most every MAX_SUBMIT_BACKOFF.
+MAX_SUBMIT_BACKOFF = timedelta(hours=1)
 SUBMIT_JOB = "app.jobs.refunds.submit_refund"
 REFUND_NOT_SUPPORTED = "REFUND_NOT_SUPPORTED"
 CHARGE_DISPUTED = "charge_disputed"
@@ -194,16 +197,12 @@ def poll(refund_id: str) -> Refund | None:
 
 
 def due_refunds(now: datetime | None = None, limit: int = 200) -> list[str]:
-    """Refunds the polling job should act on: merchant refunds in progress or pending past
-    their job, and automatic returns in progress at the provider (a lost settlement webhook
-    would otherwise leave them in progress for ever)."""
-    cutoff = (now or utcnow()) - SUBMIT_GRACE
+    """Refunds the polling job should act on: merchant refunds in progress, or pending past
+    their job and their backoff after failed submissions, and automatic returns in progress
+    at the provider (a lost settlement webhook would otherwise leave them so for ever)."""
     merchant_refund = sa.and_(
         Refund.automatic.is_(False),
-        sa.or_(
-            Refund.status == R.IN_PROGRESS,
-            sa.and_(Refund.status == R.PENDING, Refund.updated_at <= cutoff),
-        ),
+        sa.or_(Refund.status == R.IN_PROGRESS, _due_for_submission(now or utcnow())),
     )
     automatic_return = sa.and_(
         Refund.automatic.is_(True),
@@ -218,6 +217,24 @@ def due_refunds(now: datetime | None = None, limit: int = 200) -> list[str]:
             .limit(limit)
         )
     )
+
+
+def submit_backoff(attempts: int) -> timedelta:
+    """How long a PENDING refund waits before the next submission, after `attempts` failed."""
+    return min(SUBMIT_GRACE * 2**attempts, MAX_SUBMIT_BACKOFF)
+
+
+def _due_for_submission(now: datetime) -> sa.ColumnElement[bool]:
+    """PENDING refunds whose wait (`submit_backoff` of their failed attempts) is over."""
+    capped = next(n for n in range(64) if submit_backoff(n) == MAX_SUBMIT_BACKOFF)
+    waits = [
+        sa.and_(Refund.submit_attempts == n, Refund.updated_at <= now - submit_backoff(n))
+        for n in range(capped)
+    ]
+    waits.append(
+        sa.and_(Refund.submit_attempts >= capped, Refund.updated_at <= now - MAX_SUBMIT_BACKOFF)
+    )
+    return sa.and_(Refund.status == R.PENDING, sa.or_(*waits))
 
 
 def _check_refundable(payment: Transaction) -> PaymentProvider:

@@ -26,9 +26,11 @@ from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
 from app.services import pix_payments
 from app.services.refunds import (
     MAX_SUBMIT_ATTEMPTS,
+    MAX_SUBMIT_BACKOFF,
     SUBMIT_GRACE,
     RefundOrder,
     request_refund,
+    submit_backoff,
 )
 from app.services.sandbox import SANDBOX_PAYER_CPF
 from tests.support import charges, factories
@@ -290,7 +292,11 @@ def test_a_refund_whose_submission_has_an_unknown_outcome_stays_debited_and_pend
     assert poll(app) == 0  # just tried: left alone within the grace
 
     for attempt in range(2, MAX_SUBMIT_ATTEMPTS + 2):
-        update_refund(app, body["id"], updated_at=utcnow() - SUBMIT_GRACE - timedelta(seconds=1))
+        wait = submit_backoff(attempt - 1)  # twice as long after each failure
+        assert wait == min(SUBMIT_GRACE * 2 ** (attempt - 1), MAX_SUBMIT_BACKOFF)
+        update_refund(app, body["id"], updated_at=utcnow() - wait + timedelta(seconds=5))
+        assert poll(app) == 0  # still backing off
+        update_refund(app, body["id"], updated_at=utcnow() - wait - timedelta(seconds=1))
         assert poll(app) == 1
         row = refund_row(app, body["id"])
         assert (row.status, row.submit_attempts) == (RefundStatus.PENDING, attempt)
@@ -354,7 +360,7 @@ def test_a_pending_refund_whose_submit_failed_is_completed_by_the_poll_once_the_
         body = refunded(client, merchant, payment["id"])
         run_jobs(app, redis)
     assert refund_row(app, body["id"]).status is RefundStatus.PENDING
-    update_refund(app, body["id"], updated_at=utcnow() - SUBMIT_GRACE - timedelta(seconds=1))
+    update_refund(app, body["id"], updated_at=utcnow() - submit_backoff(1) - timedelta(seconds=1))
     assert poll(app) == 1  # submitted, then polled in the same run
     assert refund_row(app, body["id"]).status is RefundStatus.REFUNDED
     assert _status(client, merchant, payment["id"]) == "REFUNDED"
