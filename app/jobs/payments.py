@@ -1,14 +1,27 @@
 """Payment finalisation: the job enqueued when a payment is created, and the sweep that
-finalises any whose job never ran (Redis was down at the commit). Finalising is a no-op
-for anything no longer PENDING, so a job that runs twice, or races the sweep, is harmless.
+finalises any whose job never ran (Redis was down at the commit) or whose provider did not
+answer. Finalising is a no-op for anything no longer PENDING, so a job that runs twice, or
+races the sweep, is harmless.
+
+A payment the provider failed to finalise is asked again with backoff: 10 s, then twice as
+long after each further failure, at most hourly. The wait lives in Redis (one key waits out
+the delay, another counts the failures for a day); without Redis the sweep simply retries.
 """
 
 import logging
 
-from app.extensions import db
+from redis.exceptions import RedisError
+
+from app.extensions import db, get_redis
 from app.services import payments
 
 log = logging.getLogger(__name__)
+
+FIRST_WAIT_SECONDS = 10
+MAX_WAIT_SECONDS = 3600
+FAILURES_KEPT_SECONDS = 86_400
+WAIT_KEY = "acme_finalise_wait:{}"
+FAILURES_KEY = "acme_finalise_failures:{}"
 
 
 def finalise_payment(transaction_id: str) -> str:
@@ -19,14 +32,43 @@ def finalise_payment(transaction_id: str) -> str:
 
 
 def sweep_payments() -> int:
-    """Finalise payments left PENDING past their job; one failure never holds up the rest."""
-    due = payments.unfinalised()
+    """Finalise payments left PENDING past their job and past their backoff; one failure
+    never holds up the rest. Returns how many it tried."""
+    due = [
+        transaction_id for transaction_id in payments.unfinalised() if not _waiting(transaction_id)
+    ]
     for transaction_id in due:
         try:
             finalise_payment(transaction_id)
         except Exception:
             db.session.rollback()
             log.exception(
-                "payment finalisation failed; retried later", extra={"id": transaction_id}
+                "payment finalisation failed; retried later",
+                extra={"id": transaction_id, "retry_in_seconds": _back_off(transaction_id)},
             )
     return len(due)
+
+
+def finalise_wait(failures: int) -> int:
+    """Seconds before the next try, after `failures` failed ones."""
+    return min(FIRST_WAIT_SECONDS * 2 ** (failures - 1), MAX_WAIT_SECONDS)
+
+
+def _waiting(transaction_id: str) -> bool:
+    try:
+        return bool(get_redis().exists(WAIT_KEY.format(transaction_id)))
+    except RedisError:
+        return False
+
+
+def _back_off(transaction_id: str) -> int | None:
+    """Count the failure and start its wait; None when Redis is down (no backoff then)."""
+    try:
+        redis = get_redis()
+        failures = redis.incr(FAILURES_KEY.format(transaction_id))
+        redis.expire(FAILURES_KEY.format(transaction_id), FAILURES_KEPT_SECONDS)
+        wait = finalise_wait(failures)
+        redis.set(WAIT_KEY.format(transaction_id), 1, ex=wait)
+    except RedisError:
+        return None
+    return wait

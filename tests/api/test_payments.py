@@ -21,6 +21,7 @@ from dateutil.easter import easter
 from pypdf import PdfReader
 
 from app.extensions import db
+from app.jobs import payments as payments_jobs
 from app.jobs.payments import sweep_payments
 from app.models import (
     Event,
@@ -1031,6 +1032,29 @@ def test_a_provider_timeout_leaves_the_payment_pending_for_the_sweep(
     with app.app_context():
         assert sweep_payments() == 1
     assert get(client, api_key, payment["id"]).get_json()["status"] == "WAITING_PAYMENT"
+
+
+def test_the_sweep_backs_off_a_payment_the_provider_keeps_failing(
+    app, redis, client, api_key, monkeypatch
+):
+    """10 s after the first failed try, then twice as long after each one; not every sweep."""
+
+    def timeout(self, request):
+        raise ProviderError("Sandbox: timed out.", code="timeout")
+
+    monkeypatch.setattr(SandboxProvider, "create_payment", timeout)
+    payment = created(client, api_key, paymentMethods=["BOLETO"])
+    charges.update_row(app, payment["id"], created_at=utcnow() - timedelta(minutes=1))
+    wait_key = payments_jobs.WAIT_KEY.format(payment["id"])
+    with app.app_context():
+        for failures in (1, 2, 3):
+            assert sweep_payments() == 1
+            assert sweep_payments() == 0  # waiting out its backoff
+            assert 0 < redis.ttl(wait_key) <= payments_jobs.finalise_wait(failures)
+            assert payments_jobs.finalise_wait(failures) == 10 * 2 ** (failures - 1)
+            redis.delete(wait_key)  # the wait is over
+    assert get(client, api_key, payment["id"]).get_json()["status"] == "PENDING"
+    assert payments_jobs.finalise_wait(20) == payments_jobs.MAX_WAIT_SECONDS
 
 
 def test_a_refusal_midway_withdraws_and_clears_what_was_issued(
