@@ -1,6 +1,7 @@
 """Our records in API Pix words and back: txids, valor strings, cob bodies, statuses and
 webhook bodies, strictly parsed."""
 
+import logging
 import uuid
 from datetime import UTC, datetime
 
@@ -260,7 +261,7 @@ def test_the_payer_extension_is_read_when_sent():
         ({"pix": [pix(horario="yesterday")]}, "not an RFC 3339"),
         ({"pix": [pix(infoPagador=7)]}, "infoPagador must be a string"),
         ({"pix": [pix(pagador="Fulano")]}, "pagador must be an object"),
-        ({"pix": [pix(), pix(devolucoes="x")]}, r"pix\[1\]\.devolucoes must be"),
+        ({"pix": [pix(devolucoes="x")]}, r"pix\[0\]\.devolucoes must be"),
         ({"pix": [pix(devolucoes=[devolucao(status=None)])]}, "status is required"),
         ({"pix": [pix(devolucoes=[devolucao(status="PAGO")])]}, "status is unknown"),
         ({"pix": [pix(devolucoes=[devolucao(id="")])]}, "id is required"),
@@ -271,3 +272,12 @@ def test_the_payer_extension_is_read_when_sent():
 def test_malformed_webhooks_say_what_is_wrong(body, message):
     with pytest.raises(ValueError, match=message):
         parse_webhook(body)
+
+
+def test_an_unreadable_pix_among_readable_ones_is_skipped_and_logged(caplog):
+    """The readable Pix are applied; re-delivering the call would fail for ever otherwise."""
+    with caplog.at_level(logging.ERROR, logger="app.providers.api_pix.mapping"):
+        entries = parse_webhook({"pix": [pix(), pix(devolucoes="x")]})
+    assert [entry.end_to_end_id for entry in entries] == [pix()["endToEndId"]]
+    (logged,) = caplog.records
+    assert "pix[1].devolucoes must be" in logged.problem

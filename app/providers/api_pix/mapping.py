@@ -16,6 +16,7 @@ forced by the MED (fraud, an operational failure, or a Pix Automático dispute),
 by the merchant.
 """
 
+import logging
 import re
 import uuid
 from collections.abc import Mapping
@@ -27,6 +28,8 @@ from app.models import RefundStatus, TransactionStatus
 from app.pix.brcode import format_amount
 from app.pix.documents import strip_formatting, tax_id_kind
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
+
+log = logging.getLogger(__name__)
 
 REMOVED_BY_RECEIVER = "REMOVIDA_PELO_USUARIO_RECEBEDOR"
 COB_STATUS = {
@@ -152,13 +155,26 @@ def cob_body(
 
 
 def parse_webhook(body: object) -> list[PixEntry]:
-    """The Pix in a webhook call `{"pix": [...]}` (several per call are allowed); a body of
-    any other shape is a ValueError saying what is wrong."""
+    """The Pix in a webhook call `{"pix": [...]}` (several per call are allowed). A body of
+    any other shape, or with no readable Pix, is a ValueError saying what is wrong; one
+    unreadable Pix among readable ones is logged as an error and skipped, so the others are
+    applied and the PSP stops re-delivering a call that would fail for ever (reconciliation
+    reads that Pix again from `GET /pix`)."""
     if not isinstance(body, Mapping) or not isinstance(body.get("pix"), list):
         raise ValueError('the webhook body must be an object with a "pix" list')
     if not body["pix"]:
         raise ValueError('the webhook "pix" list is empty')
-    return [_parse_pix(item, f"pix[{index}]") for index, item in enumerate(body["pix"])]
+    entries, problems = [], []
+    for index, item in enumerate(body["pix"]):
+        try:
+            entries.append(_parse_pix(item, f"pix[{index}]"))
+        except ValueError as problem:
+            problems.append(str(problem))
+    if not entries:
+        raise ValueError("; ".join(problems))
+    for problem in problems:
+        log.error("unreadable Pix in a webhook call skipped", extra={"problem": problem})
+    return entries
 
 
 def parse_pix(item: object) -> PixEntry:
