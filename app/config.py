@@ -95,6 +95,10 @@ def load_settings() -> dict:
         "LOGIN_MAX_FAILURES_PER_IP": _env_int("LOGIN_MAX_FAILURES_PER_IP", 20),
         "LOGIN_FAILURE_WINDOW_SECONDS": _env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900),
         "TRUSTED_PROXY_HOPS": _env_int("TRUSTED_PROXY_HOPS", 0),
+        "API_RATE_LIMIT_PER_MINUTE": _env_int("API_RATE_LIMIT_PER_MINUTE", 600),
+        "API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE": _env_int(
+            "API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE", 1200
+        ),
         "SQLALCHEMY_DATABASE_URI": database_url,
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options(database_url),
         "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
@@ -206,6 +210,9 @@ def validate_settings(config: dict) -> None:
         raise RuntimeError(
             "LOGIN_MAX_FAILURES and LOGIN_FAILURE_WINDOW_SECONDS must be at least 1."
         )
+    for name in ("API_RATE_LIMIT_PER_MINUTE", "API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE"):
+        if config[name] < 1:
+            raise RuntimeError(f"{name} must be at least 1.")
     if config["TRUSTED_PROXY_HOPS"] < 0:
         raise RuntimeError("TRUSTED_PROXY_HOPS must be 0 (no proxy in front) or more.")
     if config["LOGIN_MAX_FAILURES_PER_IP"] < 0:

@@ -7,12 +7,12 @@ are declared here too, so the document says which routes need which credential.
 
 from functools import wraps
 
-from flask import g, request
+from flask import after_this_request, g, request
 
 from app.errors import Unauthorized
 from app.extensions import db
 from app.models import Membership
-from app.services import api_keys, auth
+from app.services import api_keys, api_rate_limits, auth
 
 API_KEY_HEADER = "apikey"
 SECURITY_SCHEMES = {
@@ -24,7 +24,8 @@ JWT_SECURITY = [{"jwt": []}]
 
 
 def require_api_key(view):
-    """Let the request through only with an active API key, sent exactly."""
+    """Let the request through only with an active API key, sent exactly, within the key's
+    and its account's rate limits; every answer then says how much of the limit is left."""
 
     @wraps(view)
     def wrapper(*args, **kwargs):
@@ -34,6 +35,14 @@ def require_api_key(view):
         g.api_key = key
         g.api_key_fingerprint = key.fingerprint
         g.account_id = key.account_id
+        allowance = api_rate_limits.count_request(key.id, key.account_id)
+        if allowance is not None:
+
+            @after_this_request
+            def add_rate_limit_headers(response):
+                response.headers.update(allowance.headers)
+                return response
+
         return view(*args, **kwargs)
 
     return wrapper

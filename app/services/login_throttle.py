@@ -24,6 +24,7 @@ from redis.exceptions import RedisError
 from app.errors import InvalidRequest, RateLimited, Unauthorized
 from app.extensions import get_redis
 from app.services.accounts import normalise_email
+from app.services.redis_counters import count_in_window
 
 log = logging.getLogger(__name__)
 KEY_PREFIX = "login_failures"
@@ -36,13 +37,6 @@ class _Counter:
     limit: int
 
 
-# One attempt counted and its window started with the first, atomically: no key ever lives
-# without an expiry, and parallel attempts each see their own count (no check-then-count race).
-_RESERVE = """
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-return {count, redis.call('TTL', KEYS[1])}
-"""
 # An attempt given back (it failed for another reason, or the address's success): never
 # recreates an expired key, which would then live for ever.
 _GIVE_BACK = """
@@ -75,25 +69,21 @@ def _reserve(counters: list["_Counter"], client_ip: str | None) -> bool:
     window = current_app.config["LOGIN_FAILURE_WINDOW_SECONDS"]
     try:
         redis = get_redis()
-        counts = [redis.eval(_RESERVE, 1, counter.key, window) for counter in counters]
+        counts = [count_in_window(redis, counter.key, window) for counter in counters]
     except RedisError:
         log.warning("login throttle unavailable; sign-in not throttled", exc_info=True)
         return False
     locked_for = [
-        int(ttl) if int(ttl) > 0 else window
-        for counter, (count, ttl) in zip(counters, counts, strict=True)
-        if int(count) > counter.limit
+        ttl for counter, (count, ttl) in zip(counters, counts, strict=True) if count > counter.limit
     ]
     for counter, (count, _) in zip(counters, counts, strict=True):
-        if int(count) == counter.limit + 1:
+        if count == counter.limit + 1:
             log.warning(
                 "sign-in locked after repeated failures",
                 extra={"counter": counter.kind, "client_ip": client_ip},
             )
     if locked_for:  # a refused attempt is no failure: the counters it did not trip forget it
-        _give_back(
-            [c for c, (count, _) in zip(counters, counts, strict=True) if int(count) <= c.limit]
-        )
+        _give_back([c for c, (count, _) in zip(counters, counts, strict=True) if count <= c.limit])
         retry_after = max(locked_for)
         raise RateLimited(refusal_message(retry_after), retry_after=retry_after)
     return True
