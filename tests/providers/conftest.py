@@ -1,8 +1,12 @@
-"""A fake API Pix PSP on localhost, and a client pointed at it."""
+"""A fake API Pix PSP on localhost, a client pointed at it, and live mode on the app pointed
+at it with a merchant holding a live key."""
 
 import pytest
 
+from app.models import KeyMode
+from app.providers import API_PIX_EXTENSION
 from app.providers.api_pix import ApiPixClient, ApiPixSettings
+from tests.support import factories, refunds
 from tests.support.fake_api_pix import start_fake_api_pix
 
 
@@ -35,3 +39,26 @@ def clock():
 def client(psp, clock):
     settings = ApiPixSettings.from_config(psp.config(API_PIX_TIMEOUT_SECONDS="0.5"))
     return ApiPixClient(settings, clock=clock)
+
+
+@pytest.fixture
+def api(app):
+    """The Flask test client (`client` here is the API Pix client of this folder's conftest)."""
+    return app.test_client()
+
+
+@pytest.fixture
+def merchant(app, monkeypatch):
+    """A fee-free merchant with a live key, its settlements released at once."""
+    test_mode = refunds.merchant(app, monkeypatch)
+    live_key = factories.make_api_key(app, test_mode.account_id, KeyMode.LIVE)
+    return refunds.Merchant(account_id=test_mode.account_id, api_key=live_key)
+
+
+@pytest.fixture
+def live(app, monkeypatch, psp):
+    """Live mode on, pointed at the fake PSP, with a fresh api (and token cache)."""
+    for name, value in psp.config(API_PIX_TIMEOUT_SECONDS=0.5).items():
+        monkeypatch.setitem(app.config, name, value)
+    monkeypatch.delitem(app.extensions, API_PIX_EXTENSION, raising=False)
+    return psp

@@ -11,9 +11,8 @@ import sqlalchemy as sa
 from app.config import validate_api_pix
 from app.extensions import db
 from app.jobs.payments import finalise_payment
-from app.models import KeyMode, Transaction
+from app.models import Transaction
 from app.models.base import utcnow
-from app.providers import API_PIX_EXTENSION
 from app.providers.api_pix.mapping import REMOVED_BY_RECEIVER, parse_pix, txid_for
 from app.services import pix_payments
 from tests.support import factories, payments, refunds
@@ -24,29 +23,6 @@ from tests.support.payments import refund
 from tests.support.payouts import pix_payout, run_jobs
 
 PAYER = {"cpf": CPF, "nome": "Ana Souza"}
-
-
-@pytest.fixture
-def api(app):
-    """The Flask test client (`client` here is the API Pix client of this folder's conftest)."""
-    return app.test_client()
-
-
-@pytest.fixture
-def merchant(app, monkeypatch):
-    """A fee-free merchant with a live key, its settlements released at once."""
-    test_mode = refunds.merchant(app, monkeypatch)
-    live_key = factories.make_api_key(app, test_mode.account_id, KeyMode.LIVE)
-    return refunds.Merchant(account_id=test_mode.account_id, api_key=live_key)
-
-
-@pytest.fixture
-def live(app, monkeypatch, psp):
-    """Live mode on, pointed at the fake PSP, with a fresh api (and token cache)."""
-    for name, value in psp.config(API_PIX_TIMEOUT_SECONDS=0.5).items():
-        monkeypatch.setitem(app.config, name, value)
-    monkeypatch.delitem(app.extensions, API_PIX_EXTENSION, raising=False)
-    return psp
 
 
 def live_charge(api, merchant, **overrides) -> dict:

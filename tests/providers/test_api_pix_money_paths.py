@@ -10,9 +10,8 @@ import pytest
 
 from app.errors import InvalidRequest, Unprocessable
 from app.extensions import db
-from app.models import KeyMode, ReceivedPixOutcome, RefundStatus
+from app.models import ReceivedPixOutcome, RefundStatus
 from app.models.base import utcnow
-from app.providers import API_PIX_EXTENSION
 from app.providers.api_pix.mapping import devolucao_id_for, parse_pix, txid_for
 from app.providers.base import ProviderError
 from app.services import pix_payments
@@ -23,29 +22,6 @@ from tests.support.dashboard import post_form, sign_in
 AMOUNT = 20_000
 PAYER = {"cpf": CPF, "nome": "Ana Souza"}
 LOCK = {"customer": {"name": "Ana Souza"}, "expected_payer_tax_id": CPF}
-
-
-@pytest.fixture
-def api(app):
-    """The Flask test client (`client` here is the API Pix client of this folder's conftest)."""
-    return app.test_client()
-
-
-@pytest.fixture
-def merchant(app, monkeypatch):
-    """A fee-free merchant with a live key, its settlements released at once."""
-    test_mode = refunds.merchant(app, monkeypatch)
-    live_key = factories.make_api_key(app, test_mode.account_id, KeyMode.LIVE)
-    return refunds.Merchant(account_id=test_mode.account_id, api_key=live_key)
-
-
-@pytest.fixture
-def live(app, monkeypatch, psp):
-    """Live mode on, pointed at the fake PSP, with a fresh api (and token cache)."""
-    for name, value in psp.config(API_PIX_TIMEOUT_SECONDS=0.5).items():
-        monkeypatch.setitem(app.config, name, value)
-    monkeypatch.delitem(app.extensions, API_PIX_EXTENSION, raising=False)
-    return psp
 
 
 def live_charge(api, merchant, **overrides) -> dict:
