@@ -16,6 +16,7 @@ from pathlib import Path
 from dotenv import load_dotenv
 
 from app.providers.api_pix.client import ApiPixSettings
+from app.services import secrets_box
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEVELOPMENT_SECRET = "dev-only-insecure-secret-change-me"  # noqa: S105 (refused outside dev)
@@ -23,6 +24,8 @@ LOCAL_ENVIRONMENTS = frozenset({"development", "testing"})
 MIN_IDEMPOTENCY_KEY_TTL_HOURS = 24
 # The live PSP's webhook path carries API_PIX_WEBHOOK_SECRET: long enough not to be guessed.
 MIN_API_PIX_WEBHOOK_SECRET_LENGTH = 32
+# HS256 keys shorter than the hash (32 bytes) can be brute-forced offline from one token.
+MIN_JWT_SECRET_BYTES = 32
 FEE_PARTIES = ("provider", "platform")
 SETTLEMENT_HOLD_PATTERN = re.compile(r"D\+(\d{1,2})|(\d{1,7})s")
 PAYMENT_METHODS = ("PIX", "CREDIT_CARD", "MBWAY", "MULTIBANCO", "BOLETO", "CRYPTO")
@@ -71,6 +74,11 @@ def _env_bool(name: str, default: bool) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _env_list(name: str) -> list[str]:
+    """A comma-separated list, blanks dropped."""
+    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
+
+
 def instance_path() -> Path:
     """Where local state (the SQLite database, local files) lives unless configured otherwise."""
     return Path(os.environ.get("INSTANCE_PATH", PROJECT_ROOT / "instance")).resolve()
@@ -90,6 +98,7 @@ def load_settings() -> dict:
         "APP_ENV": app_env,
         "SECRET_KEY": secret_key,
         "JWT_SECRET": os.environ.get("JWT_SECRET", secret_key),
+        "JWT_PREVIOUS_SECRETS": _env_list("JWT_PREVIOUS_SECRETS"),
         "JWT_LIFETIME_SECONDS": _env_int("JWT_LIFETIME_SECONDS", 3600),
         "LOGIN_MAX_FAILURES": _env_int("LOGIN_MAX_FAILURES", 5),
         "LOGIN_MAX_FAILURES_PER_IP": _env_int("LOGIN_MAX_FAILURES_PER_IP", 20),
@@ -199,6 +208,7 @@ def validate_settings(config: dict) -> None:
         raise RuntimeError(
             "Set SECRET_KEY (and JWT_SECRET) or, on a developer machine, APP_ENV=development."
         )
+    validate_secrets(config)
     validate_fee_schedule(config["FEE_SCHEDULE"])
     if not SETTLEMENT_HOLD_PATTERN.fullmatch(config["SETTLEMENT_HOLD"]):
         raise RuntimeError("SETTLEMENT_HOLD is D+<business days> (e.g. D+1) or <seconds>s.")
@@ -218,6 +228,37 @@ def validate_settings(config: dict) -> None:
     if config["LOGIN_MAX_FAILURES_PER_IP"] < 0:
         raise RuntimeError("LOGIN_MAX_FAILURES_PER_IP must be 0 (no limit per address) or more.")
     validate_api_pix(config)
+
+
+def validate_secrets(config: dict) -> None:
+    """Encryption and signing keys must be well formed everywhere; outside a developer
+    machine they must also be set on purpose: a JWT key of its own (so it rotates apart from
+    SECRET_KEY) at least 32 bytes long, explicit SECRETS_ENCRYPTION_KEYS (a key derived from
+    SECRET_KEY would make every webhook secret unreadable when SECRET_KEY changes), and no
+    private webhook destinations."""
+    try:
+        secrets_box.keys_from_setting(config["SECRETS_ENCRYPTION_KEYS"])
+    except ValueError as error:
+        raise RuntimeError(f"SECRETS_ENCRYPTION_KEYS: {error}") from error
+    if config["APP_ENV"] in LOCAL_ENVIRONMENTS:
+        return
+    jwt_keys = [config["JWT_SECRET"], *config.get("JWT_PREVIOUS_SECRETS", [])]
+    if config["JWT_SECRET"] == config["SECRET_KEY"]:
+        raise RuntimeError("Set JWT_SECRET to a key of its own, not SECRET_KEY.")
+    if any(len(key.encode()) < MIN_JWT_SECRET_BYTES for key in jwt_keys):
+        raise RuntimeError(
+            f"JWT_SECRET and JWT_PREVIOUS_SECRETS keys need at least {MIN_JWT_SECRET_BYTES} "
+            "bytes (HS256)."
+        )
+    if not config["SECRETS_ENCRYPTION_KEYS"].strip():
+        raise RuntimeError(
+            "Set SECRETS_ENCRYPTION_KEYS (Fernet keys encrypting webhook secrets at rest)."
+        )
+    if config["WEBHOOK_ALLOW_PRIVATE_TEST_URLS"]:
+        raise RuntimeError(
+            "WEBHOOK_ALLOW_PRIVATE_TEST_URLS is for a developer machine only: it lets "
+            "webhooks reach private addresses."
+        )
 
 
 def validate_api_pix(config: dict) -> None:

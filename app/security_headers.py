@@ -1,4 +1,5 @@
-"""Browser hardening headers on every response (pages forbid inline script and framing).
+"""Browser hardening headers on every response (pages forbid inline script, inline style
+and framing; the API reference's Swagger UI keeps to that too).
 
 Scripts may connect to this service and to the evidence storage's upload origin only: the
 dispute page sends files straight to a signed storage address.
@@ -17,7 +18,7 @@ CACHEABLE_PREFIXES = ("/static/", "/v1/docs/assets/")
 
 def content_security_policy(upload_origin: str) -> str:
     return (
-        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        "default-src 'self'; script-src 'self'; style-src 'self'; "
         f"img-src 'self' data:; connect-src 'self' {upload_origin}; frame-ancestors 'none'; "
         "base-uri 'none'; form-action 'self'"
     )

@@ -1,8 +1,11 @@
 """Dashboard JWTs and the revocation list that logout writes (for JWTs and dashboard sessions).
 
 The algorithm is pinned (HS256) and `exp`, `iat`, `sub`, `jti` and `account` are required, so
-an `alg: none` token or one without an expiry is refused. Membership and role are read again
-from the database on every request: removing someone from an account takes effect at once.
+an `alg: none` token or one without an expiry is refused. Tokens are signed with JWT_SECRET;
+keys in JWT_PREVIOUS_SECRETS still verify, so the key rotates without signing everyone out:
+put the new key in JWT_SECRET and the old one in JWT_PREVIOUS_SECRETS for a token lifetime.
+Membership and role are read again from the database on every request: removing someone from
+an account takes effect at once.
 """
 
 import uuid
@@ -122,20 +125,27 @@ def authenticate_staff_token(token: str) -> User:
 
 
 def _verified_claims(token: str) -> dict:
-    try:
-        claims = jwt.decode(
-            token,
-            current_app.config["JWT_SECRET"],
-            algorithms=[JWT_ALGORITHM],
-            options={"require": REQUIRED_CLAIMS},
-        )
-    except jwt.ExpiredSignatureError:
-        raise Unauthorized("The token has expired; log in again.") from None
-    except jwt.InvalidTokenError:
-        raise Unauthorized() from None
+    claims = _decoded(token)
     if is_revoked(claims["jti"]):
         raise Unauthorized("The token has been revoked; log in again.")
     return claims
+
+
+def _decoded(token: str) -> dict:
+    """The claims of a token signed with the current key or a previous one."""
+    keys = [current_app.config["JWT_SECRET"], *current_app.config.get("JWT_PREVIOUS_SECRETS", [])]
+    for key in keys:
+        try:
+            return jwt.decode(
+                token, key, algorithms=[JWT_ALGORITHM], options={"require": REQUIRED_CLAIMS}
+            )
+        except jwt.InvalidSignatureError:
+            continue
+        except jwt.ExpiredSignatureError:
+            raise Unauthorized("The token has expired; log in again.") from None
+        except jwt.InvalidTokenError:
+            raise Unauthorized() from None
+    raise Unauthorized()
 
 
 def revoke_token(claims: dict) -> None:

@@ -55,6 +55,7 @@ from app.storage import (
     MAX_EVIDENCE_BYTES,
     StorageUnavailable,
     UploadTicket,
+    content_matches_type,
     evidence_storage,
 )
 
@@ -560,9 +561,22 @@ def complete_upload(
             f"The stored file is {stored} bytes, not the declared {evidence.file_size}.",
             code="EVIDENCE_SIZE_MISMATCH",
         )
+    if not content_matches_type(_stored_head(evidence.storage_key), evidence.mime_type):
+        raise Conflict(
+            f"The stored file is not {evidence.mime_type}, as declared.",
+            code="EVIDENCE_TYPE_MISMATCH",
+        )
     evidence.uploaded_at = utcnow()
     case.updated_at = evidence.uploaded_at
     return evidence
+
+
+def _stored_head(storage_key: str) -> bytes:
+    """The stored file's first bytes: a store written to directly (S3) never saw them."""
+    try:
+        return evidence_storage().stored_head(storage_key) or b""
+    except StorageUnavailable as error:
+        raise ServiceUnavailable("The document storage is unavailable; retry later.") from error
 
 
 def list_evidence(account_id: str, mode: KeyMode, case_id: str) -> list[DisputeEvidence]:

@@ -2,7 +2,8 @@
 
 - Endpoints belong to an account and a mode (a test key's endpoints get test-mode events).
   Live endpoints must be `https`; every endpoint must resolve to public addresses only,
-  except test endpoints where WEBHOOK_ALLOW_PRIVATE_TEST_URLS is on (development).
+  except test endpoints where WEBHOOK_ALLOW_PRIVATE_TEST_URLS is on (development). Each
+  attempt resolves the host once, checks every address, and connects to a checked one.
 - The relay turns each new event into one delivery per subscribed ACTIVE endpoint; each event
   is taken by a conditional UPDATE, so two relays never double a delivery.
 - A delivery is claimed with a lease (a conditional UPDATE) before it is sent, and only that
@@ -22,11 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import sqlalchemy as sa
 from flask import current_app
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import NewConnectionError
 
 from app.errors import Conflict, InvalidRequest, NotFound
 from app.extensions import db
@@ -167,6 +170,10 @@ def check_url(url: str, mode: KeyMode) -> str:
         raise InvalidRequest("url must be an http(s) address with a host.", param="url")
     if parts.username or parts.password:
         raise InvalidRequest("url must not carry credentials.", param="url")
+    try:
+        parts.port  # noqa: B018 (raises ValueError for a port out of range or not a number)
+    except ValueError:
+        raise InvalidRequest("url has an invalid port.", param="url") from None
     if mode is KeyMode.LIVE and parts.scheme != "https":
         raise InvalidRequest("Live endpoints must use https.", param="url")
     problem = destination_problem(parts.hostname, mode)
@@ -205,7 +212,9 @@ def relay_pending(batch_size: int = 200) -> int:
 def _queue(delivery: WebhookDelivery) -> WebhookDelivery:
     db.session.add(delivery)
     db.session.flush()
-    enqueue_after_commit(db.session(), "default", DELIVER_JOB, delivery.id)
+    enqueue_after_commit(
+        db.session(), "default", DELIVER_JOB, delivery.id, job_timeout=job_timeout()
+    )
     return delivery
 
 
@@ -287,22 +296,24 @@ def prepare(delivery: WebhookDelivery) -> Outgoing:
 
 
 def send(outgoing: Outgoing) -> Attempt:
-    """POST one attempt (no database transaction open): every failure becomes an Attempt."""
+    """POST one attempt (no database transaction open): every failure becomes an Attempt.
+
+    The host is resolved once, here, and the request goes to one of those checked addresses
+    (`_post_pinned`), so a DNS answer that changes after the check (rebinding) is never
+    used. Redirects are not followed and the environment's proxies are ignored."""
     if not outgoing.active:
         return Attempt(None, None, INACTIVE_ERROR)
-    problem = destination_problem(urlsplit(outgoing.url).hostname or "", outgoing.mode)
-    if problem:
-        return Attempt(None, None, problem)
+    parts = urlsplit(outgoing.url)
+    try:
+        addresses = checked_addresses(parts.hostname or "", outgoing.mode)
+    except DestinationRefused as refusal:
+        return Attempt(None, None, str(refusal))
     timeout = current_app.config["WEBHOOK_TIMEOUT_SECONDS"]
     try:
-        with requests.post(
-            outgoing.url,
-            data=outgoing.body,
-            headers=outgoing.headers,
-            timeout=timeout,
-            allow_redirects=False,
-            stream=True,
-        ) as answer:
+        with (
+            pinned_session(parts.hostname) as session,
+            _post_pinned(session, outgoing, addresses, timeout) as answer,
+        ):
             body = _read_capped(answer, time.monotonic() + timeout)
     except requests.exceptions.SSLError as error:
         return Attempt(None, None, f"TLS error: {_short(error)}")
@@ -310,7 +321,7 @@ def send(outgoing: Outgoing) -> Attempt:
         return Attempt(None, None, "Timed out waiting for the endpoint's answer.")
     except requests.exceptions.ConnectionError as error:
         return Attempt(None, None, f"Connection failed: {_short(error)}")
-    except requests.exceptions.RequestException as error:
+    except (requests.exceptions.RequestException, ValueError) as error:
         return Attempt(None, None, f"Request failed: {_short(error)}")
     return Attempt(
         status_code=answer.status_code,
@@ -320,14 +331,71 @@ def send(outgoing: Outgoing) -> Attempt:
     )
 
 
+class _PinnedHostAdapter(HTTPAdapter):
+    """HTTPS to an address given in the URL while TLS sends SNI for, and verifies the
+    certificate against, the endpoint's host name."""
+
+    def __init__(self, hostname: str):
+        self._hostname = hostname
+        super().__init__(max_retries=0)
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        kwargs.update(server_hostname=self._hostname, assert_hostname=self._hostname)
+        super().init_poolmanager(*args, **kwargs)
+
+
+def pinned_session(hostname: str) -> requests.Session:
+    """A session for one endpoint host that ignores the environment (HTTP(S)_PROXY, .netrc,
+    REQUESTS_CA_BUNDLE): a proxy would connect wherever the name resolves for it."""
+    session = requests.Session()
+    session.trust_env = False
+    session.mount("https://", _PinnedHostAdapter(hostname))
+    session.mount("http://", HTTPAdapter(max_retries=0))
+    return session
+
+
+def _post_pinned(
+    session: requests.Session, outgoing: Outgoing, addresses: list[str], timeout: int
+) -> requests.Response:
+    """POST to the first checked address that accepts a connection (in the resolver's order,
+    as a normal connection tries them), with the endpoint's own Host header."""
+    *fallbacks, last = addresses
+    for address in fallbacks:
+        try:
+            return _post_to(session, outgoing, address, timeout)
+        except requests.exceptions.ConnectionError as error:
+            reason = getattr(error.args[0], "reason", None) if error.args else None
+            if not isinstance(reason, NewConnectionError):  # it connected: do not send twice
+                raise
+    return _post_to(session, outgoing, last, timeout)
+
+
+def _post_to(
+    session: requests.Session, outgoing: Outgoing, address: str, timeout: int
+) -> requests.Response:
+    parts = urlsplit(outgoing.url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    literal = f"[{address}]" if ":" in address else address
+    return session.post(
+        urlunsplit((parts.scheme, f"{literal}:{port}", parts.path or "/", parts.query, "")),
+        data=outgoing.body,
+        headers={**outgoing.headers, "Host": parts.netloc.rpartition("@")[2]},
+        timeout=timeout,
+        allow_redirects=False,
+        stream=True,
+    )
+
+
 def _read_capped(answer: requests.Response, deadline: float) -> str:
-    """At most MAX_RESPONSE_BODY bytes, and never past the deadline (a dripping endpoint)."""
+    """At most MAX_RESPONSE_BODY bytes, and never past the deadline (a dripping endpoint):
+    the bytes are taken as they arrive, since a sized read would wait for its whole size."""
     kept = b""
-    for chunk in answer.iter_content(chunk_size=1024):
-        kept += chunk
-        if len(kept) >= MAX_RESPONSE_BODY or time.monotonic() > deadline:
+    while len(kept) < MAX_RESPONSE_BODY and time.monotonic() <= deadline:
+        chunk = answer.raw.read1(MAX_RESPONSE_BODY - len(kept), decode_content=True)
+        if not chunk:
             break
-    return kept[:MAX_RESPONSE_BODY].decode("utf-8", errors="replace")
+        kept += chunk
+    return kept.decode("utf-8", errors="replace")
 
 
 def record(
@@ -646,23 +714,51 @@ def _checked_events(events: list[str]) -> list[str]:
     return list(dict.fromkeys(events))
 
 
+class DestinationRefused(Exception):
+    """The endpoint's host may not be called; the message says why."""
+
+
 def destination_problem(host: str, mode: KeyMode) -> str | None:
-    """Why an endpoint's host may not be called, or None. Live endpoints must resolve to
-    public addresses only; test endpoints too, unless WEBHOOK_ALLOW_PRIVATE_TEST_URLS (on in
-    development and testing, so a merchant's laptop can receive). Checked at registration and
-    again before every delivery, after name resolution."""
-    if mode is KeyMode.TEST and current_app.config["WEBHOOK_ALLOW_PRIVATE_TEST_URLS"]:
+    """Why an endpoint's host may not be registered, or None (see `checked_addresses`).
+    Test endpoints are not resolved while WEBHOOK_ALLOW_PRIVATE_TEST_URLS is on."""
+    if _private_allowed(mode):
         return None
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+        checked_addresses(host, mode)
+    except DestinationRefused as refusal:
+        return str(refusal)
+    return None
+
+
+def checked_addresses(host: str, mode: KeyMode) -> list[str]:
+    """The host's addresses, resolved now, in the resolver's order; DestinationRefused when
+    it does not resolve or any address is not public. Live endpoints must resolve to public
+    addresses only; test endpoints too, unless WEBHOOK_ALLOW_PRIVATE_TEST_URLS (on in
+    development and testing, so a merchant's laptop can receive)."""
+    try:
+        addresses = resolve(host)
     except (socket.gaierror, UnicodeError):
-        return f"The host {host} cannot be resolved."
+        raise DestinationRefused(f"The host {host} cannot be resolved.") from None
+    if not addresses:
+        raise DestinationRefused(f"The host {host} cannot be resolved.")
+    if _private_allowed(mode):
+        return addresses
     for address in addresses:
         ip = ipaddress.ip_address(address.split("%")[0])
         embedded = ip.version == 6 and any(ip in network for network in EMBEDDED_IPV4)
         if embedded or not ip.is_global or (ip.version == 6 and ip.ipv4_mapped):
-            return f"The host {host} resolves to a private address ({address})."
-    return None
+            raise DestinationRefused(f"The host {host} resolves to a private address ({address}).")
+    return addresses
+
+
+def resolve(host: str) -> list[str]:
+    """The host's TCP addresses, without repeats, in the resolver's order."""
+    infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def _private_allowed(mode: KeyMode) -> bool:
+    return mode is KeyMode.TEST and current_app.config["WEBHOOK_ALLOW_PRIVATE_TEST_URLS"]
 
 
 def _retry_after(answer: requests.Response) -> timedelta | None:

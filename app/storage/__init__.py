@@ -19,6 +19,14 @@ from dataclasses import dataclass, field
 from flask import Flask, current_app
 
 ALLOWED_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif", "application/pdf"})
+# How each allowed type's files start; a WebP file is "RIFF", four size bytes, then "WEBP".
+MAGIC_PREFIXES = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "application/pdf": (b"%PDF-",),
+}
+TYPE_HEAD_BYTES = 12  # enough of a file's start to tell its type
 MAX_EVIDENCE_BYTES = 10 * 1024 * 1024
 UPLOAD_LIFETIME_SECONDS = 900
 VIEW_LIFETIME_SECONDS = 300
@@ -68,6 +76,12 @@ class EvidenceStorage(ABC):
         StorageUnavailable when the storage cannot be read."""
 
     @abstractmethod
+    def stored_head(self, key: str) -> bytes | None:
+        """The stored object's first TYPE_HEAD_BYTES bytes (all of a shorter one), or None
+        when nothing was uploaded; for `content_matches_type`. StorageUnavailable when the
+        storage cannot be read."""
+
+    @abstractmethod
     def upload_origin(self) -> str:
         """`scheme://host[:port]` of the upload addresses: the dashboard's pages must allow
         their script to send files there (CSP `connect-src`)."""
@@ -87,6 +101,14 @@ def check_upload(content_type: str, content_length: int) -> None:
         or not 0 < content_length <= MAX_EVIDENCE_BYTES
     ):
         raise ValueError(f"Evidence must be 1 to {MAX_EVIDENCE_BYTES} bytes long.")
+
+
+def content_matches_type(head: bytes, content_type: str) -> bool:
+    """Whether a file starting with `head` (its first TYPE_HEAD_BYTES bytes) is of this
+    allowed type, so a "PDF" that is really HTML or an executable is refused."""
+    if content_type == "image/webp":
+        return head[:4] == b"RIFF" and head[8:12] == b"WEBP"
+    return head.startswith(MAGIC_PREFIXES.get(content_type, ()))
 
 
 def check_key(key: str) -> str:

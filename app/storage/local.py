@@ -25,6 +25,7 @@ from flask import Flask
 
 from app.storage import (
     ALLOWED_TYPES,
+    TYPE_HEAD_BYTES,
     UPLOAD_LIFETIME_SECONDS,
     VIEW_LIFETIME_SECONDS,
     EvidenceStorage,
@@ -101,6 +102,16 @@ class LocalEvidenceStorage(EvidenceStorage):
         path = self.path(key)
         try:
             return path.stat().st_size if path.is_file() else None
+        except OSError as error:
+            raise StorageUnavailable("The evidence storage cannot be read.") from error
+
+    def stored_head(self, key: str) -> bytes | None:
+        path = self.path(key)
+        try:
+            if not path.is_file():
+                return None
+            with path.open("rb") as stored:
+                return stored.read(TYPE_HEAD_BYTES)
         except OSError as error:
             raise StorageUnavailable("The evidence storage cannot be read.") from error
 

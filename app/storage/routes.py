@@ -2,8 +2,9 @@
 
 Whoever holds a signed address may use it, with no API key, session or CSRF token; the
 signature (app.storage.local) is the only credential. Errors use the API's JSON envelope
-(`invalid_signature` 403, `content_type_mismatch` 400, `content_length_mismatch` 400 for
-fewer bytes than signed or 413 for more, `already_uploaded` 409, `service_unavailable`
+(`invalid_signature` 403, `content_type_mismatch` 400 for another header or for content
+that does not start like the signed type, `content_length_mismatch` 400 for fewer bytes than
+signed or 413 for more, `already_uploaded` 409, `service_unavailable`
 503), with the request id and the service's security headers like every other answer.
 
 These routes exist only while `EVIDENCE_STORAGE` is `local`; with another backend they
@@ -31,8 +32,10 @@ from app.extensions import csrf
 from app.storage import (
     ALLOWED_TYPES,
     MAX_EVIDENCE_BYTES,
+    TYPE_HEAD_BYTES,
     StorageUnavailable,
     check_backend_setting,
+    content_matches_type,
     evidence_storage,
 )
 from app.storage.local import LocalEvidenceStorage, ObjectExists
@@ -101,7 +104,8 @@ def upload(key: str):
     if storage.path(key).exists():
         raise AlreadyUploaded()
     try:
-        size = storage.save(key, grant.content_type, _body(grant.content_length))
+        chunks = _of_type(_body(grant.content_length), grant.content_type)
+        size = storage.save(key, grant.content_type, chunks)
     except ObjectExists as error:
         raise AlreadyUploaded() from error
     except StorageUnavailable as error:
@@ -166,6 +170,21 @@ def _grant(storage: LocalEvidenceStorage, method: str, key: str):
         return storage.verify(method, key, request.args.to_dict())
     except SignatureRefused as error:
         raise InvalidSignature(str(error)) from error
+
+
+def _of_type(chunks: Iterator[bytes], content_type: str) -> Iterator[bytes]:
+    """The chunks, once the file's first bytes show the signed type (before any is stored)."""
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if len(head) >= TYPE_HEAD_BYTES:
+            break
+    if not content_matches_type(head, content_type):
+        raise ContentTypeMismatch(
+            f"The file's content is not {content_type}, as signed.", param="body"
+        )
+    yield head
+    yield from chunks
 
 
 def _body(length: int) -> Iterator[bytes]:

@@ -6,7 +6,8 @@ recomputes the signature from the request it receives, so a body of another size
 different object or an expired address is refused by the store itself. The payload is
 `UNSIGNED-PAYLOAD` because the client's bytes are unknown when the address is made. A view
 address is a presigned GET that signs only the host. The service's own calls (the stored
-size, the health check) are HEADs signed in the Authorization header.
+size, the first bytes for the type check, the health check) are HEADs or a ranged GET
+signed in the Authorization header.
 
 Four requests do not justify an AWS SDK: SigV4 is a few HMACs (the signer is checked
 against AWS's published examples), and botocore's pins do not fit this project's.
@@ -27,9 +28,11 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 import requests
+import urllib3
 from flask import Flask
 
 from app.storage import (
+    TYPE_HEAD_BYTES,
     UPLOAD_LIFETIME_SECONDS,
     VIEW_LIFETIME_SECONDS,
     EvidenceStorage,
@@ -266,6 +269,19 @@ class S3EvidenceStorage(EvidenceStorage):
         except (KeyError, ValueError) as error:
             raise StorageUnavailable("The evidence storage did not give a size.") from error
 
+    def stored_head(self, key: str) -> bytes | None:
+        byte_range = {"Range": f"bytes=0-{TYPE_HEAD_BYTES - 1}"}
+        response = self.signed_request(requests.get, "GET", check_key(key), byte_range, stream=True)
+        with response:
+            if response.status_code == 404:
+                return None
+            if response.status_code not in (200, 206):
+                raise StorageUnavailable(f"The evidence storage answered {response.status_code}.")
+            try:
+                return response.raw.read(TYPE_HEAD_BYTES, decode_content=True)
+            except (OSError, urllib3.exceptions.HTTPError) as error:
+                raise StorageUnavailable("The evidence storage cannot be read.") from error
+
     def upload_origin(self) -> str:
         return f"{self.scheme}://{self.location('')[0]}"
 
@@ -293,16 +309,29 @@ class S3EvidenceStorage(EvidenceStorage):
         return f"{self.scheme}://{host}{uri_encode(path, safe='/')}?{query}"
 
     def head(self, key: str) -> requests.Response:
-        """A signed HEAD of the object (or of the bucket for ""); StorageUnavailable when
-        the store cannot be reached in time or answers 5xx."""
+        """A signed HEAD of the object (or of the bucket for "")."""
+        return self.signed_request(requests.head, "HEAD", key)
+
+    def signed_request(
+        self,
+        send: Callable[..., requests.Response],
+        method: str,
+        key: str,
+        headers: Mapping[str, str] | None = None,
+        **options,
+    ) -> requests.Response:
+        """A request with an empty body sent with `send` (requests.head, requests.get),
+        signed in the Authorization header; StorageUnavailable when the store cannot be
+        reached in time or answers 5xx."""
         host, path = self.location(key)
-        headers = self.signer.signed_headers("HEAD", host, path, self.timestamp(), {})
+        signed = self.signer.signed_headers(method, host, path, self.timestamp(), headers or {})
         try:
-            response = requests.head(
+            response = send(
                 f"{self.scheme}://{host}{uri_encode(path, safe='/')}",
-                headers=headers,
+                headers=signed,
                 timeout=self.timeout,
                 allow_redirects=False,
+                **options,
             )
         except requests.RequestException as error:
             raise StorageUnavailable("The evidence storage cannot be reached.") from error

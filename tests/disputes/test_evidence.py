@@ -163,6 +163,18 @@ def test_a_stored_file_of_another_size_is_409(app, client, shop, case, storage_r
     assert _listed(client, shop, case) == []
 
 
+def test_a_stored_file_of_another_type_is_409(app, client, shop, case, storage_root):
+    ticket = _ticket(client, shop, case)
+    # A store written to directly (S3) never checked the bytes: HTML under a PDF ticket.
+    target = storage_root / "evidence" / case["id"] / ticket["id"]
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"<html>" + PDF[6:])
+    _error(
+        d.complete(client, shop.api_key, case["id"], ticket["id"]), 409, "EVIDENCE_TYPE_MISMATCH"
+    )
+    assert _listed(client, shop, case) == []
+
+
 def test_the_storage_refuses_another_type_or_size(app, client, shop, case, storage_root):
     ticket = _ticket(client, shop, case)
     wrong_type = dict(ticket["upload_headers"], **{"Content-Type": "image/png"})

@@ -14,6 +14,7 @@ from flask import Flask
 from app.storage import (
     ALLOWED_TYPES,
     MAX_EVIDENCE_BYTES,
+    TYPE_HEAD_BYTES,
     EvidenceStorage,
     StorageUnavailable,
     check_backend_setting,
@@ -442,3 +443,27 @@ def test_an_unknown_backend_stops_the_start_up():
     fresh.config["EVIDENCE_STORAGE"] = "s3"
     with pytest.raises(RuntimeError, match="EVIDENCE_STORAGE"):
         register_storage(fresh)
+
+
+def test_the_type_check_reads_the_first_bytes_of_a_stored_file(client, storage, monkeypatch):
+    assert storage.stored_head(KEY) is None
+    _upload(client, storage)
+    assert storage.stored_head(KEY) == PNG[:TYPE_HEAD_BYTES]
+
+    def broken(*_args, **_kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("app.storage.local.Path.open", broken)
+    with pytest.raises(StorageUnavailable):
+        storage.stored_head(KEY)
+
+
+def test_a_file_that_does_not_start_like_its_signed_type_is_not_stored(client, storage, root):
+    html = b"<html><script>alert(1)</script>" + b" " * (len(PNG) - 31)
+    _, response = _upload(client, storage, body=html)
+    assert response.status_code == 400
+    assert response.get_json()["error"]["code"] == "content_type_mismatch"
+    assert storage.stored_size(KEY) is None
+    assert _leftovers(root) == []
+    _, response = _upload(client, storage)  # the same address, with the real file
+    assert response.status_code == 200

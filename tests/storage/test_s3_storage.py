@@ -27,7 +27,13 @@ from flask import Flask
 from app import create_app
 from app.api.health import STORAGE_HEALTH
 from app.config import load_settings
-from app.storage import StorageUnavailable, check_backend_setting, evidence_storage
+from app.storage import (
+    TYPE_HEAD_BYTES,
+    StorageUnavailable,
+    check_backend_setting,
+    content_matches_type,
+    evidence_storage,
+)
 from app.storage.routes import register_storage
 from app.storage.s3 import Credentials, S3EvidenceStorage, Signer
 
@@ -604,3 +610,20 @@ def test_dashboard_pages_may_send_files_to_the_store(app, addressing, origin):
     )
     policy = s3.test_client().get("/healthz").headers["Content-Security-Policy"]
     assert f"connect-src 'self' {origin};" in policy
+
+
+def test_the_type_check_reads_only_the_first_bytes_with_a_signed_ranged_get(storage, fake_s3):
+    """The store checks the signature, Range header included; the store may answer the
+    whole object (as this fake does) and only the first bytes are read."""
+    assert storage.stored_head(KEY) is None
+    fake_s3.objects[KEY] = ("image/png", PNG)
+    head = storage.stored_head(KEY)
+    assert head == PNG[:TYPE_HEAD_BYTES]
+    assert content_matches_type(head, "image/png")
+    assert not content_matches_type(head, "application/pdf")
+
+    with pytest.raises(StorageUnavailable, match="403"):
+        _storage(fake_s3.endpoint, secret="not-the-secret").stored_head(KEY)
+    fake_s3.fail_with = 503
+    with pytest.raises(StorageUnavailable, match="503"):
+        storage.stored_head(KEY)

@@ -4,13 +4,29 @@ of them is documented."""
 import re
 
 import pytest
+from cryptography.fernet import Fernet
 
 from app.config import DEVELOPMENT_SECRET, PROJECT_ROOT, load_settings, validate_settings
 from app.providers.api_pix.client import DEFAULT_SCOPES, DEFAULT_TIMEOUT_SECONDS, ApiPixSettings
 
+SETTINGS_UNDER_TEST = (
+    "APP_ENV",
+    "SECRET_KEY",
+    "JWT_SECRET",
+    "JWT_PREVIOUS_SECRETS",
+    "SECRETS_ENCRYPTION_KEYS",
+    "WEBHOOK_ALLOW_PRIVATE_TEST_URLS",
+    "IDEMPOTENCY_KEY_TTL_HOURS",
+)
+PRODUCTION = {
+    "SECRET_KEY": "s" * 40,
+    "JWT_SECRET": "j" * 40,
+    "SECRETS_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
+}
+
 
 def _settings(monkeypatch, **env):
-    for name in ("APP_ENV", "SECRET_KEY", "JWT_SECRET", "IDEMPOTENCY_KEY_TTL_HOURS"):
+    for name in SETTINGS_UNDER_TEST:
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -26,7 +42,40 @@ def test_without_app_env_the_service_is_production_and_needs_secrets(monkeypatch
 
 
 def test_production_with_secrets_starts(monkeypatch):
-    validate_settings(_settings(monkeypatch, SECRET_KEY="s" * 40, JWT_SECRET="j" * 40))
+    validate_settings(_settings(monkeypatch, **PRODUCTION))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"SECRETS_ENCRYPTION_KEYS": ""}, "Set SECRETS_ENCRYPTION_KEYS"),
+        ({"WEBHOOK_ALLOW_PRIVATE_TEST_URLS": "1"}, "WEBHOOK_ALLOW_PRIVATE_TEST_URLS"),
+        ({"JWT_SECRET": "j" * 31}, "at least 32 bytes"),
+        ({"JWT_PREVIOUS_SECRETS": "p" * 40 + ",short"}, "at least 32 bytes"),
+        ({"JWT_SECRET": "s" * 40}, "JWT_SECRET to a key of its own"),
+        ({"JWT_SECRET": None}, "JWT_SECRET to a key of its own"),
+    ],
+)
+def test_production_refuses_weak_or_missing_keys_and_private_webhooks(monkeypatch, change, message):
+    """Each setting that would weaken production stops start-up with a message naming it."""
+    env = {name: value for name, value in (PRODUCTION | change).items() if value is not None}
+    with pytest.raises(RuntimeError, match=message):
+        validate_settings(_settings(monkeypatch, **env))
+
+
+def test_a_malformed_encryption_key_stops_start_up_without_being_shown(monkeypatch):
+    good = PRODUCTION["SECRETS_ENCRYPTION_KEYS"]
+    bad = "not-a-fernet-key-" + "x" * 20
+    for app_env in ("development", "production"):
+        env = PRODUCTION | {"APP_ENV": app_env, "SECRETS_ENCRYPTION_KEYS": f"{good},{bad}"}
+        with pytest.raises(RuntimeError, match="key 2 is not a Fernet key") as refused:
+            validate_settings(_settings(monkeypatch, **env))
+        assert bad not in str(refused.value) and good not in str(refused.value)
+
+
+def test_previous_jwt_keys_are_a_comma_separated_list(monkeypatch):
+    settings = _settings(monkeypatch, **PRODUCTION, JWT_PREVIOUS_SECRETS=" a , ,b ")
+    assert settings["JWT_PREVIOUS_SECRETS"] == ["a", "b"]
 
 
 def test_development_may_use_the_development_secret(monkeypatch):
@@ -46,7 +95,7 @@ def test_idempotency_keys_are_kept_at_least_a_day(monkeypatch):
 def test_every_environment_variable_the_code_reads_is_in_the_readme():
     """Is the README's configuration table complete (a new setting cannot go undocumented)?"""
     root = PROJECT_ROOT
-    pattern = re.compile(r"(?:environ\.get|_env_(?:int|float|bool))\(\s*\"([A-Z][A-Z0-9_]+)\"")
+    pattern = re.compile(r"(?:environ\.get|_env_(?:int|float|bool|list))\(\s*\"([A-Z][A-Z0-9_]+)\"")
     sources = [*root.joinpath("app").rglob("*.py"), root / "worker.py", root / "wsgi.py"]
     read = {name for path in sources for name in pattern.findall(path.read_text())}
     readme = root.joinpath("README.md").read_text()
