@@ -1,8 +1,9 @@
 """Extension objects shared by the whole app, bound to it in `create_app`."""
 
 import sqlite3
+import time
 
-from flask import current_app
+from flask import current_app, has_request_context
 from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_smorest import Api
@@ -10,6 +11,9 @@ from flask_smorest import Blueprint as SmorestBlueprint
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
 from redis import Redis
+from redis.connection import AbstractConnection
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq import Queue
 from sqlalchemy import MetaData, event
 from sqlalchemy.engine import Engine
@@ -142,15 +146,57 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
         cursor.close()
 
 
+# Redis is optional for a request (rate limits, the sign-in throttle and the jobs enqueued
+# after a commit all carry on without it), so a request never waits on it for long: short
+# timeouts, and after one failed connection none is tried for REDIS_OUTAGE_PAUSE_SECONDS.
+REDIS_CONNECT_TIMEOUT_SECONDS = 0.5
+REDIS_COMMAND_TIMEOUT_SECONDS = 0.5
+REDIS_OUTAGE_PAUSE_SECONDS = 5.0
+
+
 def get_redis() -> Redis:
     """The app's Redis connection (one client per process; redis-py pools connections)."""
     client = current_app.extensions.get("acme_redis")
     if client is None:
-        client = Redis.from_url(
-            current_app.config["REDIS_URL"], socket_connect_timeout=2, socket_timeout=5
+        client = current_app.extensions["acme_redis"] = redis_client(
+            current_app.config["REDIS_URL"]
         )
-        current_app.extensions["acme_redis"] = client
     return client
+
+
+def redis_client(url: str) -> Redis:
+    """A client whose connections fail fast in requests while Redis is down. RQ lengthens the
+    command timeout of the worker's own client for its blocking pops."""
+    client = Redis.from_url(
+        url,
+        socket_connect_timeout=REDIS_CONNECT_TIMEOUT_SECONDS,
+        socket_timeout=REDIS_COMMAND_TIMEOUT_SECONDS,
+    )
+    pool = client.connection_pool
+    pool.connection_class = type(
+        f"FailFast{pool.connection_class.__name__}",
+        (_FailFastInRequests, pool.connection_class),
+        {"down_until": 0.0},  # one outage clock per client, shared by its connections
+    )
+    return client
+
+
+class _FailFastInRequests(AbstractConnection):
+    """Connects as usual; but once a connection fails, requests are refused at once until
+    the pause is over, instead of each waiting out the timeouts. Jobs and the worker keep
+    trying on every call: they are not waited on by anyone, and RQ backs off by itself."""
+
+    down_until: float
+
+    def connect(self) -> None:
+        in_request = has_request_context()
+        if in_request and time.monotonic() < type(self).down_until:
+            raise RedisConnectionError("Redis failed moments ago; not tried again yet.")
+        try:
+            super().connect()
+        except (RedisConnectionError, RedisTimeoutError):
+            type(self).down_until = time.monotonic() + REDIS_OUTAGE_PAUSE_SECONDS
+            raise
 
 
 def get_queue(name: str = "default") -> Queue:

@@ -18,18 +18,21 @@ log = logging.getLogger(__name__)
 PENDING_JOBS = "acme_jobs_after_commit"
 
 
-def enqueue_after_commit(session: Session, queue_name: str, func: str, *args) -> None:
-    """Ask for `func(*args)` once the session commits; the same request twice runs once."""
+def enqueue_after_commit(
+    session: Session, queue_name: str, func: str, *args, job_timeout: int | None = None
+) -> None:
+    """Ask for `func(*args)` once the session commits (RQ's default time limit unless
+    `job_timeout`); the same request twice runs once."""
     pending = session.info.setdefault(PENDING_JOBS, [])
-    if (queue_name, func, args) not in pending:
-        pending.append((queue_name, func, args))
+    if (queue_name, func, args, job_timeout) not in pending:
+        pending.append((queue_name, func, args, job_timeout))
 
 
 @event.listens_for(Session, "after_commit")
 def _enqueue_pending(session: Session) -> None:
-    for queue_name, func, args in session.info.pop(PENDING_JOBS, []):
+    for queue_name, func, args, job_timeout in session.info.pop(PENDING_JOBS, []):
         try:
-            get_queue(queue_name).enqueue(func, *args)
+            get_queue(queue_name).enqueue(func, *args, job_timeout=job_timeout)
         except RedisError:
             log.warning("enqueue failed; the sweep will pick it up", extra={"job": func})
 

@@ -3,7 +3,9 @@
 Fixed one-minute windows counted in Redis, so the limits hold across web processes. A key past
 its own limit is refused without touching its account's count, so one runaway key cannot use up
 the allowance of the account's other keys. If Redis cannot be reached, requests go through
-unlimited (logged): payments must not stop because the counters are down.
+unlimited (logged): payments must not stop because the counters are down, nor slow down (the
+app's Redis client gives up within half a second, then not at all for a few seconds:
+`app.extensions.redis_client`).
 """
 
 import logging

@@ -606,3 +606,15 @@ def test_outside_development_test_endpoints_may_not_be_private(
         headers={"apikey": api_key},
     )
     assert_error(response, 400, "invalid_request_error", "invalid_request", param="url")
+
+
+def test_every_queued_delivery_is_limited_to_its_lease(app, client, api_key, receiver, redis):
+    """A sender stuck on trickled headers is stopped before a second one may take the lease."""
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+        jobs = get_queue("default").get_jobs()
+        deliveries = [job for job in jobs if job.func_name == webhooks.DELIVER_JOB]
+        assert deliveries
+        assert {job.timeout for job in deliveries} == {webhooks.job_timeout()}

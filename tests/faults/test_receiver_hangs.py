@@ -1,0 +1,111 @@
+"""A webhook receiver that takes the connection and never answers, or answers a byte at a
+time: the attempt ends after WEBHOOK_TIMEOUT_SECONDS (its reading, within about twice that),
+is recorded as failed with its retry scheduled, and the worker goes on to the next job."""
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from app.extensions import db
+from app.jobs import webhooks as webhook_jobs
+from app.models import WebhookDelivery
+from app.services.webhooks import RETRY_DELAYS
+from tests.faults.processes import wait_for
+from tests.support import charges, factories
+
+pytestmark = pytest.mark.slow
+TIMEOUT_SECONDS = 1
+
+
+def _never_answers(connection: socket.socket, stop: threading.Event) -> None:
+    stop.wait()
+
+
+def _trickles(connection: socket.socket, stop: threading.Event) -> None:
+    """A 503 whose long body comes a byte every 0.2 s, so no single read ever times out."""
+    connection.recv(65536)
+    connection.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 100000\r\n\r\n")
+    while not stop.wait(0.2):
+        connection.sendall(b".")
+
+
+@contextlib.contextmanager
+def stalling_endpoint(behaviour: Callable[[socket.socket, threading.Event], None]) -> Iterator[str]:
+    """An HTTP address whose every connection is handed to `behaviour` until the end."""
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+
+    def serve(connection: socket.socket) -> None:
+        with contextlib.suppress(OSError), connection:
+            behaviour(connection, stop)
+
+    def accept() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):  # the poll's timeout, or closed at the end
+                connection, _ = listener.accept()
+                threading.Thread(target=serve, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/hooks"
+    finally:
+        stop.set()
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    "behaviour",
+    [
+        _never_answers,
+        _trickles,
+    ],
+    ids=["silent", "trickling"],
+)
+def test_a_stalling_receiver_costs_one_timeout_then_the_worker_moves_on(
+    app, client, app_redis, receiver, workers, behaviour
+):
+    account_id = factories.make_account(app)
+    api_key = factories.make_api_key(app, account_id)
+    with stalling_endpoint(behaviour) as stalling_url:
+        endpoints = []
+        for url in (stalling_url, receiver.url):  # the stalling endpoint's job comes first
+            response = client.post(
+                "/v1/webhooks/endpoints",
+                json={"url": url, "events": ["charge.created"]},
+                headers={"apikey": api_key},
+            )
+            assert response.status_code == 201, response.get_json()
+            endpoints.append(response.get_json()["id"])
+        charges.created(client, api_key)
+        workers.start(WEBHOOK_TIMEOUT_SECONDS=str(TIMEOUT_SECONDS))
+        wait_for(
+            lambda: [d.status for d in _deliveries(app, endpoints)] == ["PENDING", "DELIVERED"],
+            15,
+            "the stalled attempt to be recorded, then the next delivery",
+        )
+        stalled, healthy = _deliveries(app, endpoints)
+
+    assert healthy.status == "DELIVERED"
+    assert (stalled.status, stalled.attempts, stalled.lease_expires_at) == ("PENDING", 1, None)
+    assert stalled.last_error in {
+        "Timed out waiting for the endpoint's answer.",
+        "The endpoint answered HTTP 503.",
+    }
+    attempt_took = stalled.updated_at - stalled.last_attempt_at
+    assert attempt_took <= timedelta(seconds=2 * TIMEOUT_SECONDS + 1)
+    assert stalled.next_retry_at - stalled.updated_at >= timedelta(seconds=RETRY_DELAYS[0] * 0.9)
+    with app.app_context():
+        assert webhook_jobs.sweep_webhooks() == 0  # its retry is not due yet
+
+
+def _deliveries(app, endpoint_ids: list[str]) -> list[WebhookDelivery]:
+    """The delivery to each endpoint, in their order."""
+    with app.app_context():
+        rows = db.session.scalars(sa.select(WebhookDelivery)).all()
+        return sorted(rows, key=lambda row: endpoint_ids.index(row.endpoint_id))
