@@ -20,6 +20,7 @@ def create_app(config: dict | None = None) -> Flask:
     trust_proxies(app)
 
     register_logging(app)
+    register_monitoring(app)
     register_extensions(app)
     register_blueprints(app)
     register_errorhandlers(app)
@@ -42,6 +43,12 @@ def register_logging(app: Flask) -> None:
 
     configure_logging(app.config["LOG_LEVEL"])
     register_request_log(app)
+
+
+def register_monitoring(app: Flask) -> None:
+    from app.monitoring import register_metrics
+
+    register_metrics(app)
 
 
 def register_extensions(app: Flask) -> None:

@@ -48,6 +48,8 @@ def child_commands(port: int, receiver_port: int) -> dict[str, list[str]]:
         "web": [
             os.path.join(bin_dir, "gunicorn"),
             "wsgi:app",
+            "--config",
+            "deploy/gunicorn.conf.py",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",
