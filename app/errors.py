@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "X-Request-Id"
 _CLIENT_REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
-JSON_PATH_PREFIXES = ("/v1/", "/healthz", "/readyz")
+JSON_PATH_PREFIXES = ("/v1/", "/healthz", "/readyz", "/metrics")
 
 
 class ApiError(Exception):

@@ -42,7 +42,7 @@ ERROR_DESCRIPTIONS = {
     404: "not_found_error/not_found: no such resource in the caller's account.",
     409: "conflict_error: idempotency conflict or a state that forbids the action.",
     422: "invalid_request_error/unprocessable_entity: a business rule refuses the request.",
-    429: "rate_limit_error/rate_limited: too many attempts; retry after Retry-After seconds.",
+    429: "rate_limit_error/rate_limited: too many sign-in attempts; retry after Retry-After.",
     503: "api_error/service_unavailable: a dependency is down; retry later.",
 }
 

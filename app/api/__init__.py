@@ -16,6 +16,7 @@ from app.api import (
     webhooks,
     withdrawals,
 )
+from app.api.openapi_plugins import ApiKeyRateLimitPlugin
 from app.api.security import SECURITY_SCHEMES
 from app.extensions import api, csrf
 
@@ -40,7 +41,7 @@ RESOURCE_BLUEPRINTS = (
 
 
 def register_api(app: Flask) -> None:
-    api.init_app(app)
+    api.init_app(app, spec_kwargs={"extra_plugins": [ApiKeyRateLimitPlugin()]})
     for name, scheme in SECURITY_SCHEMES.items():
         api.spec.components.security_scheme(name, scheme)
     for blueprint in RESOURCE_BLUEPRINTS:

@@ -33,7 +33,7 @@ class ApiKeys(MethodView):
         }
 
     @blp.doc(security=JWT_SECURITY)
-    @blp.arguments(ApiKeyCreateSchema)
+    @blp.arguments(ApiKeyCreateSchema, required=False)
     @blp.response(201, IssuedApiKeySchema)
     @blp.errors(401, 403)
     def post(self, data):

@@ -16,6 +16,7 @@ from app.monitoring.jobs import record_job
 from tests.ops.scraping import sample, scrape
 from tests.support import factories
 from tests.support.charges import created
+from tests.support.http import assert_error
 from tests.support.receiver import start_receiver
 from worker import AppWorker
 
@@ -144,14 +145,14 @@ def test_with_a_token_only_its_bearer_may_scrape(app, client, monkeypatch):
         {"Authorization": "scrape-me-0123456789"},
     ):
         response = client.get("/metrics", headers=headers)
-        assert response.status_code == 401
+        assert_error(response, 401, "authentication_error", "unauthorized")
         assert response.headers["WWW-Authenticate"] == 'Bearer realm="metrics"'
     assert scrape(client, {"Authorization": "Bearer scrape-me-0123456789"})
 
 
 def test_without_a_token_metrics_are_not_served_in_production(app, client, monkeypatch):
     monkeypatch.setitem(app.config, "APP_ENV", "production")
-    assert client.get("/metrics").status_code == 404
+    assert_error(client.get("/metrics"), 404, "not_found_error", "not_found")
     monkeypatch.setitem(app.config, "METRICS_TOKEN", "scrape-me-0123456789")
     assert scrape(client, {"Authorization": "Bearer scrape-me-0123456789"})
 
