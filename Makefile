@@ -1,23 +1,31 @@
-# Shortcuts for the README's commands and the benchmarks (bench/README.md).
-# `make bench` runs the three benchmarks, one after the other; `make bench-charges`,
-# `make bench-webhooks` and `make bench-payments` run one. Options go through BENCH_ARGS
-# (charges, e.g. BENCH_ARGS="--workers 4 --json"), WEBHOOKS_BENCH_ARGS (webhooks, e.g.
-# "--deliveries 1000") and PAYMENTS_BENCH_ARGS (payments, e.g. "--concurrency 4").
+# Shortcuts for the README's commands and the benchmarks (bench/README.md; results in
+# docs/performance.md). `make bench` runs the four benchmarks, one after the other;
+# `make bench-charges`, `make bench-webhooks`, `make bench-payments` and `make bench-lists`
+# run one, and `make bench-hotpaths` runs the profiler (not part of `make bench`). Options go
+# through BENCH_ARGS (charges, e.g. BENCH_ARGS="--workers 4 --json"), WEBHOOKS_BENCH_ARGS
+# (webhooks, e.g. "--deliveries 1000"), PAYMENTS_BENCH_ARGS (payments, e.g. "--concurrency
+# 4"), LISTS_BENCH_ARGS (lists, e.g. "--sizes 10000 100000") and HOTPATHS_ARGS (profiler,
+# e.g. "--stats-rows 100000").
 
 VENV_PYTHON := .venv/bin/python
 BENCH_ARGS ?=
 WEBHOOKS_BENCH_ARGS ?=
 PAYMENTS_BENCH_ARGS ?=
+LISTS_BENCH_ARGS ?=
+HOTPATHS_ARGS ?=
 CHARGES_BENCH = $(VENV_PYTHON) bench/charges.py $(BENCH_ARGS)
 WEBHOOKS_BENCH = $(VENV_PYTHON) bench/webhooks.py $(WEBHOOKS_BENCH_ARGS)
 PAYMENTS_BENCH = $(VENV_PYTHON) bench/payments.py $(PAYMENTS_BENCH_ARGS)
+LISTS_BENCH = $(VENV_PYTHON) bench/lists.py $(LISTS_BENCH_ARGS)
 
-.PHONY: bench bench-charges bench-webhooks bench-payments bench-requirements test run
+.PHONY: bench bench-charges bench-webhooks bench-payments bench-lists bench-hotpaths \
+	bench-requirements test run
 
 bench: bench-requirements
 	$(CHARGES_BENCH)
 	$(WEBHOOKS_BENCH)
 	$(PAYMENTS_BENCH)
+	$(LISTS_BENCH)
 
 bench-charges: bench-requirements
 	$(CHARGES_BENCH)
@@ -27,6 +35,12 @@ bench-webhooks: bench-requirements
 
 bench-payments: bench-requirements
 	$(PAYMENTS_BENCH)
+
+bench-lists: bench-requirements
+	$(LISTS_BENCH)
+
+bench-hotpaths: bench-requirements
+	$(VENV_PYTHON) bench/hotpaths.py $(HOTPATHS_ARGS)
 
 bench-requirements:
 	@$(VENV_PYTHON) -c "import requests" 2>/dev/null || { \

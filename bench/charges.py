@@ -75,6 +75,7 @@ from common import (
 )
 
 ACCOUNT_VELOCITY_LIMIT = 10_000_000
+API_RATE_LIMIT = 10_000_000  # per minute: counted on every request, never refusing the benchmark
 STARTUP_TIMEOUT_SECONDS = 30
 REQUEST_TIMEOUT_SECONDS = 30
 SHOWN_ERRORS = 5
@@ -170,6 +171,8 @@ def app_environment(database_url: str, redis_url: str, port: int) -> dict[str, s
         **base_environment(database_url, redis_url),
         "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
         "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT": str(ACCOUNT_VELOCITY_LIMIT),
+        "API_RATE_LIMIT_PER_MINUTE": str(API_RATE_LIMIT),
+        "API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE": str(API_RATE_LIMIT),
     }
 
 

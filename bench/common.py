@@ -1,11 +1,14 @@
 """Helpers shared by the benchmarks in bench/: a throwaway database, the benchmark's Redis DB,
-the app's environment, the operator CLI, child processes, the commit, and the exit status.
+the app's environment, the operator CLI, child processes, the commit, the exit status, the
+seeded transactions, percentiles, timed GETs, and the EXPLAIN of captured statements.
 
 Imported by the scripts as `common` (they run from bench/, never as a package).
 """
 
 import argparse
+import math
 import os
+import re
 import secrets
 import signal
 import socket
@@ -19,12 +22,74 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import redis
+import requests
+import sqlalchemy as sa
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BIN = REPO_ROOT / ".venv" / "bin"
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
 STOP_TIMEOUT_SECONDS = 15
+REQUEST_TIMEOUT_SECONDS = 30
+SEED_SEED = 0.42  # setseed(): the same rows every run
+
+# One row per generated index; every random draw is its own column so the CASEs below read
+# each draw once. Created uniformly over the last 400 days. Enum columns hold the members'
+# NAMES (PAID, TEST, PAYMENTS). Methods per currency as the sandbox serves them; paid_with is
+# one of the offered methods. 1 % of the rows carry `%(payer_document)s` (NULL if None).
+SEED_TRANSACTIONS_SQL = """
+WITH draws AS (
+    SELECT now() - random() * interval '400 days' AS created_at,
+           random() AS r_status, random() AS r_currency, random() AS r_methods,
+           random() AS r_paid_with, random() AS r_delay, random() AS r_payer,
+           (500 + floor(random() * 99500))::bigint AS amount
+    FROM generate_series(1, %(rows)s)
+), shaped AS (
+    SELECT d.*,
+           CASE WHEN r_currency < 0.70 THEN 'BRL' WHEN r_currency < 0.85 THEN 'EUR'
+                WHEN r_currency < 0.95 THEN 'USD' ELSE 'USDT' END AS currency,
+           CASE WHEN r_status < 0.57 THEN 'PAID' WHEN r_status < 0.60 THEN 'REFUNDED'
+                WHEN r_status < 0.77 THEN 'EXPIRED' WHEN r_status < 0.84 THEN 'CANCELLED'
+                WHEN r_status < 0.89 THEN 'REFUSED'
+                WHEN created_at > now() - interval '1 day' THEN 'WAITING_PAYMENT'
+                ELSE 'EXPIRED' END AS status
+    FROM draws AS d
+), offered AS (
+    SELECT s.*,
+           (CASE currency
+                WHEN 'BRL' THEN CASE WHEN r_methods < 0.45 THEN '["PIX"]'
+                                     WHEN r_methods < 0.75 THEN '["PIX", "BOLETO"]'
+                                     WHEN r_methods < 0.90 THEN '["PIX", "CREDIT_CARD"]'
+                                     ELSE '["BOLETO"]' END
+                WHEN 'EUR' THEN CASE WHEN r_methods < 0.40 THEN '["MBWAY", "MULTIBANCO"]'
+                                     WHEN r_methods < 0.75 THEN '["CREDIT_CARD"]'
+                                     ELSE '["MULTIBANCO"]' END
+                WHEN 'USD' THEN '["CREDIT_CARD"]'
+                ELSE '["CRYPTO"]' END)::jsonb AS methods,
+           status IN ('PAID', 'REFUNDED') AS paid
+    FROM shaped AS s
+)
+INSERT INTO transactions (
+    id, account_id, mode, origin, status, amount, currency, payment_methods, paid_with,
+    payer_document, metadata, expires_in, expires_at, provider, finalised_at, provider_fee,
+    platform_fee, paid_at, created_at, updated_at
+)
+SELECT gen_random_uuid()::text, %(account_id)s, 'TEST', 'PAYMENTS', status, amount, currency,
+       methods,
+       CASE WHEN paid THEN
+           methods ->> floor(r_paid_with * jsonb_array_length(methods))::int END,
+       CASE WHEN r_payer < 0.01 THEN %(payer_document)s END,
+       '{}'::jsonb, 86400, created_at + interval '1 day', 'sandbox',
+       CASE WHEN status <> 'REFUSED' THEN created_at + interval '1 second' END,
+       CASE WHEN paid THEN round(amount * 0.0099)::bigint END,
+       CASE WHEN paid THEN round(amount * 0.005)::bigint END,
+       CASE WHEN paid THEN
+           least(now(), created_at + interval '2 days' * power(r_delay, 4)) END,
+       created_at,
+       CASE WHEN paid THEN least(now(), created_at + interval '2 days' * power(r_delay, 4))
+            ELSE created_at END
+FROM offered
+"""
 
 
 class BenchmarkError(Exception):
@@ -163,6 +228,129 @@ def git_commit() -> str:
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     changed = git("status", "--porcelain", "--untracked-files=no")
     return f"{commit} (+ uncommitted changes)" if changed else commit
+
+
+def seed_transactions(
+    database_url: str, account_id: str, rows: int, payer_document: str | None = None
+) -> float:
+    """`rows` transactions for the account in one INSERT … SELECT (SEED_TRANSACTIONS_SQL);
+    returns its seconds."""
+    with psycopg.connect(database_url) as conn:
+        started = time.perf_counter()
+        conn.execute("SELECT setseed(%s)", (SEED_SEED,))
+        conn.execute(
+            SEED_TRANSACTIONS_SQL,
+            {"rows": rows, "account_id": account_id, "payer_document": payer_document},
+        )
+        conn.commit()
+        return time.perf_counter() - started
+
+
+def vacuum_analyze(database_url: str, *tables: str) -> float:
+    """Fresh planner statistics and visibility map, as autovacuum would leave tables this
+    size; returns its seconds."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        started = time.perf_counter()
+        for table in tables:
+            conn.execute(f"VACUUM (ANALYZE) {table}")
+        return time.perf_counter() - started
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile (values need not be sorted); nan for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(len(ordered) * fraction)) - 1]
+
+
+def summary_ms(values: list[float]) -> dict[str, float | int]:
+    """count, p50, p90, p99 and max of durations in seconds, as milliseconds."""
+    return {
+        "count": len(values),
+        **{
+            name: round(percentile(values, fraction) * 1000, 2)
+            for name, fraction in (("p50_ms", 0.5), ("p90_ms", 0.9), ("p99_ms", 0.99))
+        },
+        "max_ms": round(max(values) * 1000, 2) if values else math.nan,
+    }
+
+
+def time_get(
+    session: requests.Session, url: str, api_key: str, repeats: int, warmup: int = 1
+) -> tuple[list[float], dict]:
+    """`warmup` uncounted GETs, then `repeats` timed ones (each must answer 200); their
+    seconds and the last answer's JSON."""
+    latencies, answer = [], {}
+    for index in range(warmup + repeats):
+        started = time.perf_counter()
+        response = session.get(url, headers={"apikey": api_key}, timeout=REQUEST_TIMEOUT_SECONDS)
+        elapsed = time.perf_counter() - started
+        if response.status_code != 200:
+            raise BenchmarkError(f"GET {url}: {response.status_code} {response.text[:300]}")
+        if index >= warmup:
+            latencies.append(elapsed)
+        answer = response.json()
+    return latencies, answer
+
+
+def statements_of(
+    engine: sa.Engine, call: Callable[[], object], tables: tuple[str, ...]
+) -> list[tuple[str, object]]:
+    """The SELECTs `call` runs that read one of `tables`, with their driver parameters
+    (SQLAlchemy's `before_cursor_execute`), to replay under EXPLAIN."""
+    reads = re.compile(rf"\bFROM ({'|'.join(tables)})\b")
+    captured: list[tuple[str, object]] = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany) -> None:
+        if statement.lstrip().startswith("SELECT") and reads.search(statement):
+            captured.append((statement, parameters))
+
+    sa.event.listen(engine, "before_cursor_execute", capture)
+    try:
+        call()
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", capture)
+    if not captured:
+        raise BenchmarkError(f"No statement on {', '.join(tables)} was run.")
+    return captured
+
+
+def explain_analyze(connection: sa.Connection, statement: str, parameters: object) -> list[str]:
+    """The lines of `EXPLAIN (ANALYZE, BUFFERS)` of a captured statement."""
+    return (
+        connection.exec_driver_sql(f"EXPLAIN (ANALYZE, BUFFERS) {statement}", parameters)
+        .scalars()
+        .all()
+    )
+
+
+def plan_summary(lines: list[str]) -> dict:
+    """Planning and execution time, the scans (with their index), the rows the scans read
+    and threw away (`Rows Removed by Filter`), and the top node's buffers."""
+    text = "\n".join(lines)
+
+    def milliseconds(label: str) -> float:
+        found = re.search(rf"{label} Time: ([\d.]+) ms", text)
+        return float(found.group(1)) if found else math.nan
+
+    scans = []
+    for line in lines:
+        found = re.search(r"((?:Parallel )?[\w ]*Scan(?: Backward)?(?: using \w+)? on \w+)", line)
+        scan = found.group(1).strip() if found else None
+        if scan:
+            scan = re.sub(r" on (transactions|med_cases|med_case_evidence)$", "", scan)
+        if scan and scan not in scans:
+            scans.append(scan)
+    buffers = next((line.strip() for line in lines if "Buffers:" in line), "")
+    removed = sum(int(n) for n in re.findall(r"Rows Removed by Filter: (\d+)", text))
+    return {
+        "planning_ms": milliseconds("Planning"),
+        "execution_ms": milliseconds("Execution"),
+        "scans": scans,
+        "rows_removed": removed,
+        "buffers": buffers.removeprefix("Buffers: "),
+    }
 
 
 def run(benchmark: Callable[[argparse.Namespace], None], args: argparse.Namespace) -> int:

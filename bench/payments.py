@@ -2,7 +2,7 @@
 and metrics endpoints over many rows next to the same endpoints over few.
 
 Usage: `.venv/bin/python bench/payments.py [--payments 100 --concurrency 1 --stats-rows
-100000 --json ...]` or `make bench-payments`. Never part of the test suite.
+1000000 --json ...]` or `make bench-payments`. Never part of the test suite.
 
 What it does, in one run on this machine:
 
@@ -23,9 +23,9 @@ What it does, in one run on this machine:
    finalise commits enqueue to the same queue. The worker is stopped after this phase.
 4. `stats`: seeds `--stats-rows` transactions for the large account and `--small-rows` for
    the small one, each with one `INSERT … SELECT generate_series` (created over the last 400
-   days, four currencies, the methods each serves, about 60 % paid), then `ANALYZE`; times
-   `GET /v1/payments/stats?days=N` and `GET /v1/payments/metrics?days=N` for N in 7, 30,
-   365, one uncounted call then `--stats-repeats` counted ones per case and account.
+   days, four currencies, the methods each serves, about 60 % paid), then `VACUUM ANALYZE`;
+   times `GET /v1/payments/stats?days=N` and `GET /v1/payments/metrics?days=N` for N in 7,
+   30, 365, one uncounted call then `--stats-repeats` counted ones per case and account.
 5. `explain`: in this process with the app (`create_app`, the run's environment), captures
    every statement on `transactions` the stats and metrics services run for the large
    account, per window, and prints an `EXPLAIN (ANALYZE, BUFFERS)` summary of each: planning
@@ -59,10 +59,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import IO
 
-import psycopg
 import redis
 import requests
-import sqlalchemy as sa
 from charges import app_environment, gunicorn
 from common import (
     BIN,
@@ -73,15 +71,23 @@ from common import (
     admin_url_from_env,
     at_least,
     create_test_account,
+    explain_analyze,
     flask_cli,
     flushed_redis,
     free_port,
     git_commit,
+    percentile,
+    plan_summary,
     redacted,
     redis_url_from_env,
     run,
+    seed_transactions,
+    statements_of,
     stop,
+    summary_ms,
     throwaway_database,
+    time_get,
+    vacuum_analyze,
 )
 from rq import Queue
 from rq.job import Job
@@ -102,66 +108,8 @@ WORKED_QUEUES = ("urgent", "default")  # app.extensions.QUEUE_NAMES without the 
 RELAY_JOB = "app.jobs.webhooks.relay_events"
 STATS_DAYS = (7, 30, 365)
 STATS_ENDPOINTS = ("stats", "metrics")
-SEED_DAYS = 400  # spelled out in SEED_SQL
-SEED_SEED = 0.42  # setseed(): the same rows every run
 SHOWN_ERRORS = 5
 LISTING_INDEX = "ix_transactions_listing"
-
-# One row per generated index; every random draw is its own column so the CASEs below read
-# each draw once. Enum columns hold the members' NAMES (PAID, TEST, PAYMENTS). Methods per
-# currency as the sandbox serves them; paid_with is one of the offered methods.
-SEED_SQL = """
-WITH draws AS (
-    SELECT now() - random() * interval '400 days' AS created_at,
-           random() AS r_status, random() AS r_currency, random() AS r_methods,
-           random() AS r_paid_with, random() AS r_delay,
-           (500 + floor(random() * 99500))::bigint AS amount
-    FROM generate_series(1, %(rows)s)
-), shaped AS (
-    SELECT d.*,
-           CASE WHEN r_currency < 0.70 THEN 'BRL' WHEN r_currency < 0.85 THEN 'EUR'
-                WHEN r_currency < 0.95 THEN 'USD' ELSE 'USDT' END AS currency,
-           CASE WHEN r_status < 0.57 THEN 'PAID' WHEN r_status < 0.60 THEN 'REFUNDED'
-                WHEN r_status < 0.77 THEN 'EXPIRED' WHEN r_status < 0.84 THEN 'CANCELLED'
-                WHEN r_status < 0.89 THEN 'REFUSED'
-                WHEN created_at > now() - interval '1 day' THEN 'WAITING_PAYMENT'
-                ELSE 'EXPIRED' END AS status
-    FROM draws AS d
-), offered AS (
-    SELECT s.*,
-           (CASE currency
-                WHEN 'BRL' THEN CASE WHEN r_methods < 0.45 THEN '["PIX"]'
-                                     WHEN r_methods < 0.75 THEN '["PIX", "BOLETO"]'
-                                     WHEN r_methods < 0.90 THEN '["PIX", "CREDIT_CARD"]'
-                                     ELSE '["BOLETO"]' END
-                WHEN 'EUR' THEN CASE WHEN r_methods < 0.40 THEN '["MBWAY", "MULTIBANCO"]'
-                                     WHEN r_methods < 0.75 THEN '["CREDIT_CARD"]'
-                                     ELSE '["MULTIBANCO"]' END
-                WHEN 'USD' THEN '["CREDIT_CARD"]'
-                ELSE '["CRYPTO"]' END)::jsonb AS methods,
-           status IN ('PAID', 'REFUNDED') AS paid
-    FROM shaped AS s
-)
-INSERT INTO transactions (
-    id, account_id, mode, origin, status, amount, currency, payment_methods, paid_with,
-    metadata, expires_in, expires_at, provider, finalised_at, provider_fee, platform_fee,
-    paid_at, created_at, updated_at
-)
-SELECT gen_random_uuid()::text, %(account_id)s, 'TEST', 'PAYMENTS', status, amount, currency,
-       methods,
-       CASE WHEN paid THEN
-           methods ->> floor(r_paid_with * jsonb_array_length(methods))::int END,
-       '{}'::jsonb, 86400, created_at + interval '1 day', 'sandbox',
-       CASE WHEN status <> 'REFUSED' THEN created_at + interval '1 second' END,
-       CASE WHEN paid THEN round(amount * 0.0099)::bigint END,
-       CASE WHEN paid THEN round(amount * 0.005)::bigint END,
-       CASE WHEN paid THEN
-           least(now(), created_at + interval '2 days' * power(r_delay, 4)) END,
-       created_at,
-       CASE WHEN paid THEN least(now(), created_at + interval '2 days' * power(r_delay, 4))
-            ELSE created_at END
-FROM offered
-"""
 
 
 @dataclass
@@ -198,26 +146,6 @@ class WorkerProcess:
             raise BenchmarkError(
                 f"The worker exited ({self.process.returncode}):\n{tail(self.log)}"
             )
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile (values need not be sorted); nan for no values."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(len(ordered) * fraction)) - 1]
-
-
-def summary_ms(values: list[float]) -> dict[str, float | int]:
-    """count, p50, p90, p99 and max of durations in seconds, as milliseconds."""
-    return {
-        "count": len(values),
-        **{
-            name: round(percentile(values, fraction) * 1000, 2)
-            for name, fraction in (("p50_ms", 0.5), ("p90_ms", 0.9), ("p99_ms", 0.99))
-        },
-        "max_ms": round(max(values) * 1000, 2) if values else math.nan,
-    }
 
 
 # --- finalisation -----------------------------------------------------------------------
@@ -449,39 +377,6 @@ def job_figures(samples: list[PaymentSample], jobs: list[JobTimes]) -> dict:
 # --- stats ------------------------------------------------------------------------------
 
 
-def seed_transactions(database_url: str, account_id: str, rows: int) -> float:
-    """`rows` transactions for the account in one INSERT … SELECT; returns its seconds."""
-    with psycopg.connect(database_url) as conn:
-        started = time.perf_counter()
-        conn.execute("SELECT setseed(%s)", (SEED_SEED,))
-        conn.execute(SEED_SQL, {"rows": rows, "account_id": account_id})
-        conn.commit()
-        return time.perf_counter() - started
-
-
-def analyze(database_url: str) -> None:
-    """Fresh planner statistics, as autovacuum would give a table this size."""
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute("ANALYZE transactions")
-
-
-def time_endpoint(
-    session: requests.Session, url: str, api_key: str, repeats: int
-) -> tuple[list[float], dict]:
-    """One uncounted call, then `repeats` timed ones; their seconds and the last answer."""
-    latencies, answer = [], {}
-    for index in range(repeats + 1):
-        started = time.perf_counter()
-        response = session.get(url, headers={"apikey": api_key}, timeout=REQUEST_TIMEOUT_SECONDS)
-        elapsed = time.perf_counter() - started
-        if response.status_code != 200:
-            raise BenchmarkError(f"GET {url}: {response.status_code} {response.text[:300]}")
-        if index:
-            latencies.append(elapsed)
-        answer = response.json()
-    return latencies, answer
-
-
 def window_rows(endpoint: str, answer: dict) -> int:
     """How many transactions the window held, as the endpoint itself counted them."""
     return answer["totalTransactions"] if endpoint == "stats" else answer["funnel"]["created"]
@@ -496,7 +391,7 @@ def measure_stats(base_url: str, keys: dict[str, str], repeats: int) -> list[dic
                 url = f"{base_url}/v1/payments/{endpoint}?days={days}"
                 case: dict = {"endpoint": endpoint, "days": days}
                 for size, api_key in keys.items():
-                    latencies, answer = time_endpoint(session, url, api_key, repeats)
+                    latencies, answer = time_get(session, url, api_key, repeats)
                     case[size] = {
                         "window_rows": window_rows(endpoint, answer),
                         "p50_ms": round(percentile(latencies, 0.5) * 1000, 2),
@@ -523,22 +418,21 @@ def explain_statements(env: dict[str, str], account_id: str) -> list[dict]:
         }
         for endpoint, service in services.items():
             for days in STATS_DAYS:
-                statements = statements_of(db.engine, partial(service, days))
+                statements = statements_of(db.engine, partial(service, days), ("transactions",))
                 db.session.rollback()
                 for number, (statement, parameters) in enumerate(statements, 1):
-                    lines = (
-                        db.session.connection()
-                        .exec_driver_sql(f"EXPLAIN (ANALYZE, BUFFERS) {statement}", parameters)
-                        .scalars()
-                        .all()
+                    summary = plan_summary(
+                        explain_analyze(db.session.connection(), statement, parameters)
                     )
+                    uses_listing = any(LISTING_INDEX in scan for scan in summary["scans"])
                     db.session.rollback()
                     plans.append(
                         {
                             "endpoint": endpoint,
                             "days": days,
                             "statement": f"{number} {statement_label(statement)}",
-                            **plan_summary(lines),
+                            "listing_index": uses_listing,
+                            **summary,
                         }
                     )
     return plans
@@ -551,52 +445,11 @@ def statement_label(statement: str) -> str:
     found = re.search(r"GROUP BY (.+?)(?: ORDER BY|$)", statement, re.DOTALL)
     if found is None:
         return "totals"
-    grouped = re.sub(r"\s+", " ", found.group(1)).replace("transactions.", "")
+    grouped = re.sub(r"\s+", " ", found.group(1))
+    grouped = re.sub(r"\b(transactions|anon_1)\.", "", grouped)
     if "timezone(" in grouped:
         grouped = re.sub(r"CAST\(timezone\(.*?\) AS DATE\)", "day", grouped)
     return f"by {grouped}"[:28]
-
-
-def statements_of(engine, call: Callable[[], object]) -> list[tuple[str, object]]:
-    """The statements on `transactions`, with their driver parameters, that `call` runs."""
-    captured: list[tuple[str, object]] = []
-
-    def capture(conn, cursor, statement, parameters, context, executemany) -> None:
-        if "FROM transactions" in statement:
-            captured.append((statement, parameters))
-
-    sa.event.listen(engine, "before_cursor_execute", capture)
-    try:
-        call()
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", capture)
-    if not captured:
-        raise BenchmarkError("The stats service ran no statement on transactions.")
-    return captured
-
-
-def plan_summary(lines: list[str]) -> dict:
-    """Planning and execution time, the scans on transactions, the top node's buffers."""
-    text = "\n".join(lines)
-
-    def milliseconds(label: str) -> float:
-        found = re.search(rf"{label} Time: ([\d.]+) ms", text)
-        return float(found.group(1)) if found else math.nan
-
-    scans = []
-    for line in lines:
-        found = re.search(r"((?:Parallel )?[\w ]*Scan(?: using \w+)? on \w+)", line)
-        scan = found.group(1).strip().removesuffix(" on transactions") if found else None
-        if scan and scan not in scans:
-            scans.append(scan)
-    buffers = next((line.strip() for line in lines if "Buffers:" in line), "")
-    return {
-        "planning_ms": milliseconds("Planning"),
-        "execution_ms": milliseconds("Execution"),
-        "listing_index": LISTING_INDEX in text,
-        "scans": scans,
-        "buffers": buffers.removeprefix("Buffers: "),
-    }
 
 
 # --- the run ----------------------------------------------------------------------------
@@ -634,8 +487,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--stats-rows",
         type=at_least(1),
-        default=100_000,
-        help="transactions seeded for the large account (default 100000)",
+        default=1_000_000,
+        help="transactions seeded for the large account (default 1000000)",
     )
     parser.add_argument(
         "--small-rows",
@@ -738,7 +591,7 @@ def report(config: dict, results: dict) -> str:
         )
     lines += [
         f"seeding: {results['seed_seconds']['large']:.1f} s for the large account, "
-        f"{results['seed_seconds']['small']:.1f} s for the small one, then ANALYZE",
+        f"{results['seed_seconds']['small']:.1f} s for the small one, then VACUUM ANALYZE",
         "",
         "EXPLAIN (ANALYZE, BUFFERS) of each statement the services run, large account "
         f"(index = {LISTING_INDEX} used; buffers of the top node)",
@@ -790,7 +643,7 @@ def benchmark(args: argparse.Namespace) -> None:
             "large": round(seed_transactions(database_url, large_account, args.stats_rows), 2),
             "small": round(seed_transactions(database_url, small_account, args.small_rows), 2),
         }
-        analyze(database_url)
+        vacuum_analyze(database_url, "transactions")
         keys = {"large": large_key, "small": small_key}
         results["stats"] = measure_stats(base_url, keys, args.stats_repeats)
         results["explain"] = explain_statements(env, large_account)

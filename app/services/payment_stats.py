@@ -7,11 +7,13 @@ business day until N days are counted; the window runs from 00:00 São Paulo of 
 counted day through now, and a transaction belongs to it by `created_at`.
 
 Everything is aggregated in SQL (conditional sums, GROUP BY) over the
-`ix_transactions_listing` range, a handful of statements per call whatever the volume: a
-long window never brings transaction rows into Python. Amounts are in minor units and never
-mixed across currencies. The few expressions that differ between PostgreSQL and SQLite (the
-São Paulo calendar day of a timestamp, the median) sit in `_sao_paulo_day` and
-`_median_seconds_to_pay`.
+`ix_transactions_listing` range, whatever the volume: one statement for the stats (grouped by
+day, currency and method, then folded in Python from at most a few thousand groups), two for
+the metrics (the funnel per currency, the median); a long window never brings transaction
+rows into Python, and reads the window's rows once per statement. Amounts are in minor
+units and never mixed across currencies. The few expressions that differ between PostgreSQL
+and SQLite (the São Paulo calendar day of a timestamp, the median, "offers a method") sit in
+`_sao_paulo_day`, `_median_seconds_to_pay` and `payments.offers`.
 """
 
 from dataclasses import dataclass
@@ -75,57 +77,117 @@ def calendar_window(first_day: date, now: datetime) -> StatsWindow:
 
 
 def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | None = None) -> dict:
-    """Totals, paid volume per currency and per method, and the daily paid volume."""
+    """Totals, paid volume per currency and per method, and the daily paid volume, all from
+    one grouped statement (one pass over the window's rows, whatever its length)."""
     window = stats_window(days, now or utcnow())
-    scope = _scope(account_id, mode, window.start, window.end)
-    paid = Transaction.paid_at.is_not(None)
-    created_today = Transaction.created_at >= window.today_start
+    daily_first_day = _daily_first_day(window.first_day, window.today)
+    groups = _stats_groups(account_id, mode, window, daily_first_day)
 
-    total, paid_count, today_count = db.session.execute(
-        sa.select(sa.func.count(), _count_where(paid), _count_where(created_today)).where(*scope)
-    ).one()
-
-    by_currency = db.session.execute(
-        sa.select(
-            Transaction.currency,
-            _sum(Transaction.amount),
-            sa.func.count(),
-            _sum(sa.case((created_today, Transaction.amount), else_=0)),
-            _count_where(created_today),
+    total = sum(group.count for group in groups)
+    paid_count = sum(group.paid_count for group in groups)
+    by_currency: dict[str, dict] = {}
+    by_method: dict[tuple[str, str], dict] = {}
+    daily: dict[date, dict[str, int]] = {}
+    for group in sorted(groups, key=lambda group: group.currency):
+        if not group.paid_count:
+            continue
+        today = group.day == window.today
+        currency = by_currency.setdefault(
+            group.currency,
+            {"volume": 0, "count": 0, "today_volume": 0, "today_count": 0},
         )
-        .where(*scope, paid)
-        .group_by(Transaction.currency)
-        .order_by(Transaction.currency)
-    ).all()
+        currency["volume"] += group.paid_volume
+        currency["count"] += group.paid_count
+        currency["today_volume"] += group.paid_volume if today else 0
+        currency["today_count"] += group.paid_count if today else 0
+        if group.paid_with is not None:
+            method = by_method.setdefault(
+                (group.paid_with, group.currency), {"volume": 0, "count": 0}
+            )
+            method["volume"] += group.paid_volume
+            method["count"] += group.paid_count
+        if group.day is not None:
+            day = daily.setdefault(group.day, {})
+            day[group.currency] = day.get(group.currency, 0) + group.paid_volume
 
-    method_volume = _sum(Transaction.amount)
-    by_method = db.session.execute(  # per currency too: amounts never add across currencies
-        sa.select(Transaction.paid_with, Transaction.currency, method_volume, sa.func.count())
-        .where(*scope, paid, Transaction.paid_with.is_not(None))
-        .group_by(Transaction.paid_with, Transaction.currency)
-        .order_by(method_volume.desc(), Transaction.paid_with, Transaction.currency)
-    ).all()
-
+    methods = sorted(by_method.items(), key=lambda item: (-item[1]["volume"], *item[0]))
     return {
         "totalTransactions": total,
         "paidTransactions": paid_count,
-        "todayTransactions": today_count,
+        "todayTransactions": sum(group.count for group in groups if group.day == window.today),
         "successRate": _rate(paid_count, total),
         "volumeByCurrency": [
-            {"currency": currency, "volume": volume, "count": count}
-            for currency, volume, count, _, _ in by_currency
+            {"currency": code, "volume": figures["volume"], "count": figures["count"]}
+            for code, figures in by_currency.items()
         ],
         "todayVolumeByCurrency": {
-            currency: today_volume
-            for currency, _, _, today_volume, today_paid in by_currency
-            if today_paid
+            code: figures["today_volume"]
+            for code, figures in by_currency.items()
+            if figures["today_count"]
         },
-        "dailyVolume": daily_volume(account_id, mode, window),
+        "dailyVolume": _daily_points(daily_first_day, window.today, daily),
         "methodBreakdown": [
-            {"method": method, "currency": code, "volume": volume, "count": count}
-            for method, code, volume, count in by_method
+            {
+                "method": method,
+                "currency": code,
+                "volume": figures["volume"],
+                "count": figures["count"],
+            }
+            for (method, code), figures in methods
         ],
     }
+
+
+@dataclass(frozen=True)
+class _StatsGroup:
+    """The window's transactions of one São Paulo day (None before the daily points' first
+    day), currency and `paid_with` (None when not set)."""
+
+    day: date | None
+    currency: str
+    paid_with: str | None
+    count: int
+    paid_count: int
+    paid_volume: int
+
+
+def _stats_groups(
+    account_id: str, mode: KeyMode, window: StatsWindow, daily_first_day: date
+) -> list[_StatsGroup]:
+    """One pass over the window's rows: counts and paid volume per (day, currency, method).
+    Days before `daily_first_day` fold into one NULL day, so a long window adds no groups.
+    The day is computed in a subquery and grouped by its column: PostgreSQL must see the same
+    expression in SELECT and GROUP BY, and a bound parameter would appear twice."""
+    paid = Transaction.paid_at.is_not(None)
+    day = sa.case(
+        (
+            Transaction.created_at >= _sao_paulo_midnight(daily_first_day),
+            _sao_paulo_day(Transaction.created_at),
+        ),
+        else_=sa.null(),
+    )
+    rows = (
+        sa.select(
+            day.label("day"),
+            Transaction.currency,
+            Transaction.paid_with,
+            sa.case((paid, 1), else_=0).label("paid"),
+            sa.case((paid, Transaction.amount), else_=0).label("paid_amount"),
+        )
+        .where(*_scope(account_id, mode, window.start, window.end))
+        .subquery()
+    )
+    grouped = db.session.execute(
+        sa.select(
+            rows.c.day,
+            rows.c.currency,
+            rows.c.paid_with,
+            sa.func.count(),
+            _sum(rows.c.paid),
+            _sum(rows.c.paid_amount),
+        ).group_by(rows.c.day, rows.c.currency, rows.c.paid_with)
+    ).all()
+    return [_StatsGroup(*row) for row in grouped]
 
 
 def payment_metrics(
@@ -136,34 +198,35 @@ def payment_metrics(
     now: datetime | None = None,
 ) -> dict:
     """The conversion funnel (overall and per method), final outcomes, the median time to
-    pay and the paid volume per currency, optionally for one currency only."""
+    pay and the paid volume per currency, optionally for one currency only. The funnel and
+    the volumes come from one statement grouped by currency (one pass over the window)."""
     window = stats_window(days, now or utcnow())
     scope = _scope(account_id, mode, window.start, window.end)
     if currency is not None:
         scope.append(Transaction.currency == currency)
     paid = Transaction.paid_at.is_not(None)
 
-    columns = [
+    counts = [
         sa.func.count().label("created"),
         _count_where(Transaction.finalised_at.is_not(None)).label("awaiting"),
         _count_where(paid).label("paid"),
     ]
     for outcome, statuses in OUTCOME_STATUSES.items():
-        columns.append(_count_where(Transaction.status.in_(statuses)).label(outcome))
+        counts.append(_count_where(Transaction.status.in_(statuses)).label(outcome))
     for method in PAYMENT_METHODS:
         paid_with_method = Transaction.paid_with == method
-        columns += [
+        counts += [
             _count_where(offers(method)).label(f"offered_{method}"),
             _count_where(paid_with_method).label(f"paid_{method}"),
         ]
-    totals = db.session.execute(sa.select(*columns).where(*scope)).one()._mapping
-
-    by_currency = db.session.execute(
-        sa.select(Transaction.currency, _sum(Transaction.amount), sa.func.count())
-        .where(*scope, paid)
+    paid_volume = _sum(sa.case((paid, Transaction.amount), else_=0)).label("volume")
+    per_currency = db.session.execute(
+        sa.select(Transaction.currency, paid_volume, *counts)
+        .where(*scope)
         .group_by(Transaction.currency)
-        .order_by(Transaction.currency)
     ).all()
+    totals = {count.name: sum(row._mapping[count.name] for row in per_currency) for count in counts}
+    by_currency = sorted((row.currency, row.volume, row.paid) for row in per_currency if row.paid)
 
     created = totals["created"]
     return {
@@ -210,26 +273,33 @@ def payment_metrics(
 def daily_volume(account_id: str, mode: KeyMode, window: StatsWindow) -> list[dict]:
     """Paid volume per São Paulo day and currency, one point per day (empty days too),
     oldest first, for the last `DAILY_POINTS` days of the window at most."""
-    first_day = max(window.first_day, window.today - timedelta(days=DAILY_POINTS - 1))
+    first_day = _daily_first_day(window.first_day, window.today)
     paid_day = _sao_paulo_day(Transaction.created_at)
-    rows = db.session.execute(
+    rows = db.session.execute(  # no ORDER BY: hashed, not sorted (a sort spills on long windows)
         sa.select(paid_day, Transaction.currency, _sum(Transaction.amount))
         .where(
             *_scope(account_id, mode, _sao_paulo_midnight(first_day), window.end),
             Transaction.paid_at.is_not(None),
         )
         .group_by(paid_day, Transaction.currency)
-        .order_by(paid_day, Transaction.currency)
     ).all()
-    points = {
-        first_day + timedelta(days=offset): {}
-        for offset in range((window.today - first_day).days + 1)
-    }
+    volumes: dict[date, dict[str, int]] = {}
     for day, currency, volume in rows:
-        if day in points:  # always, but for pre-2019 rows on SQLite (see `_sao_paulo_day`)
-            points[day][currency] = volume
+        volumes.setdefault(day, {})[currency] = volume
+    return _daily_points(first_day, window.today, volumes)
+
+
+def _daily_first_day(first_day: date, today: date) -> date:
+    return max(first_day, today - timedelta(days=DAILY_POINTS - 1))
+
+
+def _daily_points(first_day: date, today: date, volumes: dict[date, dict[str, int]]) -> list[dict]:
+    """One point per day from `first_day` through `today`, oldest first, with the volumes
+    per currency of that day (currencies in alphabetical order)."""
+    days = (first_day + timedelta(days=offset) for offset in range((today - first_day).days + 1))
     return [
-        {"date": day.isoformat(), "currencies": currencies} for day, currencies in points.items()
+        {"date": day.isoformat(), "currencies": dict(sorted(volumes.get(day, {}).items()))}
+        for day in days
     ]
 
 

@@ -164,6 +164,28 @@ def test_daily_volume_keeps_the_366_most_recent_days(add, stats):
     assert result["volumeByCurrency"] == [{"currency": "BRL", "volume": 1_200, "count": 2}]
 
 
+def test_rows_before_the_daily_points_count_in_every_total(add, stats):
+    """The stats come from one pass grouped by day: days before the 366 daily points fold into
+    one group, which must still count in the totals, the currencies and the methods."""
+    old = sao_paulo(MONDAY - timedelta(days=400))
+    add(old, 500, methods=("PIX",), paid_after=PAID)
+    add(old, 9_999, methods=("PIX",), status=S.EXPIRED, paid_with="PIX")  # never paid
+    add(sao_paulo(MONDAY, 9), 700, methods=("BOLETO",), paid_after=PAID)
+
+    result = stats(400)
+
+    assert (result["totalTransactions"], result["paidTransactions"]) == (3, 2)
+    assert result["todayTransactions"] == 1
+    assert result["volumeByCurrency"] == [{"currency": "BRL", "volume": 1_200, "count": 2}]
+    assert result["todayVolumeByCurrency"] == {"BRL": 700}
+    assert result["methodBreakdown"] == [
+        {"method": "BOLETO", "currency": "BRL", "volume": 700, "count": 1},
+        {"method": "PIX", "currency": "BRL", "volume": 500, "count": 1},
+    ]
+    assert result["dailyVolume"][-1] == {"date": "2026-11-23", "currencies": {"BRL": 700}}
+    assert all(point["currencies"] == {} for point in result["dailyVolume"][:-1])
+
+
 def test_totals_success_rate_and_volume_per_currency(add, stats):
     add(sao_paulo(MONDAY, 8), 1_000, currency="EUR", paid_after=PAID, paid_with="MBWAY")
     add(sao_paulo(MONDAY, 9), 2_500, paid_after=PAID)
@@ -279,6 +301,35 @@ def test_metrics_funnel_methods_and_outcomes(add, metrics):
     }
     assert result["volume"] == [
         {"currency": "BRL", "volume": 6_500, "count": 4, "averageTicket": 1_625}
+    ]
+
+
+def test_metrics_add_the_funnel_over_currencies(add, metrics):
+    """The funnel and the volumes come from one statement grouped by currency: the funnel is
+    their sum, and a currency with nothing paid has no volume entry."""
+    day = sao_paulo(MONDAY, 9)
+    add(day, 1_000, methods=("MBWAY", "MULTIBANCO"), currency="EUR", paid_after=PAID)
+    add(day, 3_000, methods=("PIX",), paid_after=PAID)
+    add(day, 2_000, methods=("PIX", "BOLETO"), status=S.EXPIRED)
+    add(day, 4_000, methods=("CRYPTO",), currency="USDT", status=S.REFUSED)
+
+    result = metrics(days=1)
+
+    assert result["funnel"]["created"] == 4
+    assert result["funnel"]["paid"] == 2
+    offered = {entry["method"]: entry["offered"] for entry in result["byMethod"]}
+    assert offered == {
+        "PIX": 2,
+        "CREDIT_CARD": 0,
+        "MBWAY": 1,
+        "MULTIBANCO": 1,
+        "BOLETO": 1,
+        "CRYPTO": 1,
+    }
+    assert result["outcomes"]["expired"]["count"] == result["outcomes"]["failed"]["count"] == 1
+    assert result["volume"] == [
+        {"currency": "BRL", "volume": 3_000, "count": 1, "averageTicket": 3_000},
+        {"currency": "EUR", "volume": 1_000, "count": 1, "averageTicket": 1_000},
     ]
 
 
