@@ -1,7 +1,7 @@
 """Job run time, queue wait and outcome per job function, kept in Redis.
 
-Work horses are forked per job and live for one job, and workers run on any machine, so no
-process can keep these counters itself: every horse adds its job to the same Redis hashes and
+Workers run on any machine, several to a machine, so no process can keep these counters
+itself: every worker adds its job to the same Redis hashes and
 any web process exposes them at scrape time (`app.monitoring.state`). Recording never fails
 a job: if Redis does not answer, the observation is lost and a warning logged.
 """

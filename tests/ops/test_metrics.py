@@ -40,7 +40,7 @@ def receiver():
 
 
 def _run_app_worker(app, redis: Redis, *queue_names: str) -> None:
-    """The worker class `python worker.py` runs, forking a work horse per job, in burst mode."""
+    """The worker class `python worker.py` runs, in burst mode."""
     with app.app_context():
         AppWorker([get_queue(name) for name in queue_names], connection=redis).work(burst=True)
 
