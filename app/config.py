@@ -237,20 +237,20 @@ def validate_secrets(config: dict) -> None:
     SECRET_KEY would make every webhook secret unreadable when SECRET_KEY changes), and no
     private webhook destinations."""
     try:
-        secrets_box.keys_from_setting(config["SECRETS_ENCRYPTION_KEYS"])
+        encryption_keys = secrets_box.keys_from_setting(config["SECRETS_ENCRYPTION_KEYS"])
     except ValueError as error:
         raise RuntimeError(f"SECRETS_ENCRYPTION_KEYS: {error}") from error
     if config["APP_ENV"] in LOCAL_ENVIRONMENTS:
         return
     jwt_keys = [config["JWT_SECRET"], *config.get("JWT_PREVIOUS_SECRETS", [])]
-    if config["JWT_SECRET"] == config["SECRET_KEY"]:
-        raise RuntimeError("Set JWT_SECRET to a key of its own, not SECRET_KEY.")
+    if config["SECRET_KEY"] in jwt_keys:
+        raise RuntimeError("Set JWT_SECRET (and JWT_PREVIOUS_SECRETS) apart from SECRET_KEY.")
     if any(len(key.encode()) < MIN_JWT_SECRET_BYTES for key in jwt_keys):
         raise RuntimeError(
             f"JWT_SECRET and JWT_PREVIOUS_SECRETS keys need at least {MIN_JWT_SECRET_BYTES} "
             "bytes (HS256)."
         )
-    if not config["SECRETS_ENCRYPTION_KEYS"].strip():
+    if not encryption_keys:
         raise RuntimeError(
             "Set SECRETS_ENCRYPTION_KEYS (Fernet keys encrypting webhook secrets at rest)."
         )

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import sqlalchemy as sa
+import urllib3
 from flask import current_app
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import NewConnectionError
@@ -171,9 +172,11 @@ def check_url(url: str, mode: KeyMode) -> str:
     if parts.username or parts.password:
         raise InvalidRequest("url must not carry credentials.", param="url")
     try:
-        parts.port  # noqa: B018 (raises ValueError for a port out of range or not a number)
+        port = parts.port  # ValueError for a port out of range or not a number
     except ValueError:
-        raise InvalidRequest("url has an invalid port.", param="url") from None
+        port = 0
+    if port == 0:
+        raise InvalidRequest("url has an invalid port.", param="url")
     if mode is KeyMode.LIVE and parts.scheme != "https":
         raise InvalidRequest("Live endpoints must use https.", param="url")
     problem = destination_problem(parts.hostname, mode)
@@ -374,7 +377,7 @@ def _post_to(
     session: requests.Session, outgoing: Outgoing, address: str, timeout: int
 ) -> requests.Response:
     parts = urlsplit(outgoing.url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = parts.port if parts.port is not None else (443 if parts.scheme == "https" else 80)
     literal = f"[{address}]" if ":" in address else address
     return session.post(
         urlunsplit((parts.scheme, f"{literal}:{port}", parts.path or "/", parts.query, "")),
@@ -391,7 +394,10 @@ def _read_capped(answer: requests.Response, deadline: float) -> str:
     the bytes are taken as they arrive, since a sized read would wait for its whole size."""
     kept = b""
     while len(kept) < MAX_RESPONSE_BODY and time.monotonic() <= deadline:
-        chunk = answer.raw.read1(MAX_RESPONSE_BODY - len(kept), decode_content=True)
+        try:
+            chunk = answer.raw.read1(MAX_RESPONSE_BODY - len(kept), decode_content=True)
+        except urllib3.exceptions.HTTPError:  # stalled or cut short: the status has arrived
+            break
         if not chunk:
             break
         kept += chunk

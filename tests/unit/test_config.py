@@ -49,11 +49,13 @@ def test_production_with_secrets_starts(monkeypatch):
     ("change", "message"),
     [
         ({"SECRETS_ENCRYPTION_KEYS": ""}, "Set SECRETS_ENCRYPTION_KEYS"),
+        ({"SECRETS_ENCRYPTION_KEYS": " , "}, "Set SECRETS_ENCRYPTION_KEYS"),
         ({"WEBHOOK_ALLOW_PRIVATE_TEST_URLS": "1"}, "WEBHOOK_ALLOW_PRIVATE_TEST_URLS"),
         ({"JWT_SECRET": "j" * 31}, "at least 32 bytes"),
         ({"JWT_PREVIOUS_SECRETS": "p" * 40 + ",short"}, "at least 32 bytes"),
-        ({"JWT_SECRET": "s" * 40}, "JWT_SECRET to a key of its own"),
-        ({"JWT_SECRET": None}, "JWT_SECRET to a key of its own"),
+        ({"JWT_SECRET": "s" * 40}, "apart from SECRET_KEY"),
+        ({"JWT_SECRET": None}, "apart from SECRET_KEY"),
+        ({"JWT_PREVIOUS_SECRETS": "s" * 40}, "apart from SECRET_KEY"),
     ],
 )
 def test_production_refuses_weak_or_missing_keys_and_private_webhooks(monkeypatch, change, message):
