@@ -19,6 +19,15 @@ log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "X-Request-Id"
 _CLIENT_REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
+ERROR_TYPES = (  # the contract's `error.type` values
+    "invalid_request_error",
+    "authentication_error",
+    "permission_error",
+    "not_found_error",
+    "conflict_error",
+    "rate_limit_error",
+    "api_error",
+)
 JSON_PATH_PREFIXES = ("/v1/", "/healthz", "/readyz", "/metrics")
 
 
@@ -184,17 +193,7 @@ class ErrorDetailSchema(ma.Schema):
 class ErrorBodySchema(ma.Schema):
     type = ma.fields.String(
         required=True,
-        metadata={
-            "enum": [
-                "invalid_request_error",
-                "authentication_error",
-                "permission_error",
-                "not_found_error",
-                "conflict_error",
-                "rate_limit_error",
-                "api_error",
-            ]
-        },
+        metadata={"enum": list(ERROR_TYPES)},
     )
     code = ma.fields.String(required=True)
     message = ma.fields.String(required=True)

@@ -1,20 +1,18 @@
 """Dashboard JWT: login, claims, account choice, expiry, logout, tampering."""
 
-from datetime import UTC, datetime, timedelta
-
 import jwt
 import pytest
 
 from app.models import Membership, Role
 from tests.support import factories
-from tests.support.http import assert_error, bearer, login
+from tests.support.http import assert_error, bearer, login, token_claims
 
 
 def _decode(token: str) -> dict:
     return jwt.decode(token, options={"verify_signature": False})
 
 
-def test_login_returns_a_token_with_the_documented_claims(client, owner):
+def test_login_returns_a_token_with_the_documentedtoken_claims(client, owner):
     """Does login answer a bearer token carrying sub, account, role, jti, iat and exp?"""
     response = client.post(
         "/v1/auth/login", json={"email": owner.email, "password": owner.password}
@@ -130,29 +128,15 @@ def _forge(app, claims: dict, algorithm: str = "HS256", key: str | None = None) 
     return jwt.encode(claims, key or app.config["JWT_SECRET"], algorithm=algorithm)
 
 
-def _claims(member, **overrides) -> dict:
-    now = datetime.now(UTC)
-    claims = {
-        "sub": member.user_id,
-        "account": member.account_id,
-        "role": "OWNER",
-        "jti": "j" * 32,
-        "iat": now,
-        "exp": now + timedelta(minutes=5),
-    }
-    claims.update(overrides)
-    return {k: v for k, v in claims.items() if v is not None}
-
-
 @pytest.mark.filterwarnings("ignore::jwt.warnings.InsecureKeyLengthWarning")
 def test_tampered_unsigned_or_incomplete_tokens_are_refused(app, client, owner):
     """Algorithm pinned, signature checked, exp required."""
     forged = [
-        _forge(app, _claims(owner), key="another-secret-entirely-32-bytes!!"),
-        jwt.encode(_claims(owner), None, algorithm="none"),
-        _forge(app, _claims(owner, exp=None)),
-        _forge(app, _claims(owner, jti=None)),
-        _forge(app, _claims(owner), algorithm="HS512"),
+        _forge(app, token_claims(owner), key="another-secret-entirely-32-bytes!!"),
+        jwt.encode(token_claims(owner), None, algorithm="none"),
+        _forge(app, token_claims(owner, exp=None)),
+        _forge(app, token_claims(owner, jti=None)),
+        _forge(app, token_claims(owner), algorithm="HS512"),
         "not-a-jwt",
     ]
     for token in forged:
@@ -163,7 +147,8 @@ def test_tampered_unsigned_or_incomplete_tokens_are_refused(app, client, owner):
             "unauthorized",
         )
     assert (
-        client.get("/v1/api-keys", headers=bearer(_forge(app, _claims(owner)))).status_code == 200
+        client.get("/v1/api-keys", headers=bearer(_forge(app, token_claims(owner)))).status_code
+        == 200
     )
 
 

@@ -16,12 +16,7 @@ from app.services import disputes
 from tests.support import charges, factories
 from tests.support import disputes as d
 from tests.support.payments import paid
-from tests.support.refunds import available, merchant, refund, release, submit_and_poll
-
-
-@pytest.fixture
-def shop(app, monkeypatch):
-    return merchant(app, monkeypatch)
+from tests.support.refunds import available, refund, release, submit_and_poll
 
 
 @pytest.fixture

@@ -15,11 +15,6 @@ ALIASES = ["/v1/med/cases", "/v1/infractions", "/v1/infractions/cases"]
 T0 = datetime(2026, 11, 10, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def shop(app, monkeypatch):
-    return merchant(app, monkeypatch)
-
-
 def _cases(app, client, shop, count: int, **body) -> list[dict]:
     """`count` cases on as many paid charges, created one hour apart from T0 (oldest first)."""
     made = []

@@ -5,7 +5,6 @@ unconfirmed evidence invisible and uncounted and the storage's outage a 503."""
 
 import re
 import time
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -14,28 +13,9 @@ from app.storage import MAX_EVIDENCE_BYTES, StorageUnavailable, evidence_storage
 from app.storage.local import LocalEvidenceStorage
 from app.storage.signing import Grant
 from tests.support import disputes as d
-from tests.support.refunds import merchant
 
 PDF = b"%PDF-1.7\n" + bytes(range(256)) * 8 + b"\n%%EOF"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
-
-
-@pytest.fixture
-def shop(app, monkeypatch):
-    return merchant(app, monkeypatch)
-
-
-@pytest.fixture
-def storage_root(app, tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "evidence"
-    root.mkdir()
-    monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(root))
-    return root
-
-
-@pytest.fixture
-def case(app, client, shop, storage_root) -> dict:
-    return d.opened(client, shop, d.paid_charge(app, client, shop)["id"])
 
 
 def _ticket(client, shop, case, body=PDF, **extra) -> dict:

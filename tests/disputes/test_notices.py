@@ -17,14 +17,8 @@ from tests.support import disputes as d
 from tests.support import factories
 from tests.support.payouts import run_jobs
 from tests.support.receiver import start_receiver
-from tests.support.refunds import merchant
 
 DISPUTE_EVENTS = ["med_case.created", "med_case.updated", "med.resolved"]
-
-
-@pytest.fixture
-def shop(app, monkeypatch):
-    return merchant(app, monkeypatch)
 
 
 @pytest.fixture

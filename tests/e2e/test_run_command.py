@@ -1,13 +1,10 @@
 """The README's run command: the whole service on embedded defaults, as a newcomer starts it."""
 
-import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,30 +13,15 @@ from redis import Redis
 from rq import Queue
 from rq.cron import CronScheduler
 
+from tests.support.processes import answers_ok, free_port, wait_for, wait_or_kill
 from tests.support.receiver import start_receiver
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture
 def stack(tmp_path):
-    port, redis_port, receiver_port = _free_port(), _free_port(), _free_port()
+    port, redis_port, receiver_port = free_port(), free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(
         INSTANCE_PATH=str(tmp_path / "instance"),
@@ -63,12 +45,12 @@ def stack(tmp_path):
         return (tmp_path / "stack.log").read_text()
 
     try:
-        _wait_for(
+        wait_for(
             lambda: "Acme Pay is running" in output() or process.poll() is not None, 90, "the stack"
         )
         assert process.poll() is None, output()
         base = f"http://127.0.0.1:{port}"
-        _wait_for(lambda: _get(f"{base}/healthz"), 30, "the web process")
+        wait_for(lambda: answers_ok(f"{base}/healthz"), 30, "the web process")
         yield {
             "base": base,
             "output": output(),
@@ -79,17 +61,8 @@ def stack(tmp_path):
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
-            process.wait(timeout=30)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        wait_or_kill(process, timeout=30)
         log.close()
-
-
-def _get(url):
-    try:
-        return requests.get(url, timeout=2).status_code == 200
-    except requests.RequestException:  # not listening yet, or still booting (read timeout)
-        return False
 
 
 @pytest.mark.slow
@@ -123,12 +96,12 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
 
     redis = Redis.from_url(stack["redis"])
     job = Queue("periodic", connection=redis).enqueue("app.jobs.maintenance.prune_revoked_tokens")
-    _wait_for(lambda: job.get_status(refresh=True) == "finished", 30, "the worker to run a job")
-    _wait_for(lambda: CronScheduler.all(redis), 30, "rq cron to register")
+    wait_for(lambda: job.get_status(refresh=True) == "finished", 30, "the worker to run a job")
+    wait_for(lambda: CronScheduler.all(redis), 30, "rq cron to register")
 
     stack["process"].send_signal(signal.SIGINT)
     assert stack["process"].wait(timeout=30) == 0
-    assert not _get(f"{stack['base']}/healthz")
+    assert not answers_ok(f"{stack['base']}/healthz")
 
 
 def _the_printed_receiver_prints_deliveries(stack, test_key: str) -> None:
@@ -150,7 +123,7 @@ def _the_printed_receiver_prints_deliveries(stack, test_key: str) -> None:
         timeout=10,
     ).json()
     printed = "[receiver] POST /hooks charge.created evt_"
-    line = _wait_for(
+    line = wait_for(
         lambda: next(
             (x for x in stack["read_output"]().splitlines() if x.startswith(printed)), None
         ),
@@ -176,7 +149,7 @@ def _payment_is_finalised_by_the_worker(base: str, test_key: str) -> None:
         payment = requests.get(f"{base}/v1/payments/{created['id']}", headers=headers, timeout=5)
         return payment.json() if payment.json()["status"] == "WAITING_PAYMENT" else None
 
-    payment = _wait_for(finalised, 30, "the worker to finalise the payment")
+    payment = wait_for(finalised, 30, "the worker to finalise the payment")
     assert len(payment["boletoLine"]) == 47
     slip = requests.get(payment["boletoPdfUrl"], timeout=10)
     assert slip.headers["Content-Type"] == "application/pdf" and slip.content.startswith(b"%PDF")
@@ -211,7 +184,7 @@ def _charge_is_created_checked_out_and_paid(base: str, test_key: str) -> None:
     assert paid["status"] == "paid"
     status = requests.get(f"{charge['checkout_url']}/status", timeout=10).json()
     assert status["status"] == "paid"
-    _wait_for(lambda: len(receiver.received) >= 2, 30, "the worker to deliver the webhooks")
+    wait_for(lambda: len(receiver.received) >= 2, 30, "the worker to deliver the webhooks")
     types = sorted(r.headers["X-Acme-Event-Type"] for r in receiver.received)
     assert types == ["charge.created", "charge.paid"]
     receiver.stop()

@@ -4,7 +4,8 @@ receiver; everything they start is stopped at teardown, whatever the test did.""
 import pytest
 
 from app.extensions import redis_client
-from tests.faults.processes import RedisServer, kill_group, start_worker
+from tests.faults.processes import RedisServer, start_worker
+from tests.support.processes import kill_group
 from tests.support.receiver import start_receiver
 
 

@@ -1,63 +1,20 @@
 """Real processes for the fault tests: a Redis server that can be stopped and started again on
 its port, and `python worker.py` workers that can be killed mid-job. Each runs in its own
-process group (the worker forks a work horse per job), so a kill or a teardown reaches all."""
+process group, so a kill or a teardown reaches all it started."""
 
-import contextlib
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from redis import Redis
 from redis.exceptions import RedisError
 
+from tests.support.processes import free_port, kill_group, wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_SERVER = "/usr/bin/redis-server"
 NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
-T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(predicate: Callable[[], T], timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL the process, its group and every descendant, and reap it. RQ's work horse
-    starts a session of its own, so the group alone would leave it running."""
-    descendants = _descendants(process.pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    for pid in descendants:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    process.wait(timeout=10)
-
-
-def _descendants(pid: int) -> list[int]:
-    children = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            if parent == pid:
-                children.append(int(stat.parent.name))
-    return [p for child in children for p in (child, *_descendants(child))]
 
 
 class RedisServer:

@@ -7,8 +7,8 @@ import sqlalchemy as sa
 
 from app.extensions import db
 from app.models import WebhookDelivery
-from tests.faults.processes import wait_for
 from tests.support import charges, factories
+from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,7 @@
 """A webhook receiver that takes the connection and never answers, or answers a byte at a
 time: the attempt ends after WEBHOOK_TIMEOUT_SECONDS (its reading, within about twice that),
-is recorded as failed with its retry scheduled, and the worker goes on to the next job."""
+is recorded as failed with its retry scheduled, and the worker goes on to the next job. An
+answer whose body stalls or is cut short counts by its status, and fails no job."""
 
 import contextlib
 import socket
@@ -15,8 +16,8 @@ from app.extensions import db
 from app.jobs import webhooks as webhook_jobs
 from app.models import WebhookDelivery
 from app.services.webhooks import RETRY_DELAYS
-from tests.faults.processes import wait_for
 from tests.support import charges, factories
+from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.slow
 TIMEOUT_SECONDS = 1
@@ -32,6 +33,19 @@ def _trickles(connection: socket.socket, stop: threading.Event) -> None:
     connection.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 100000\r\n\r\n")
     while not stop.wait(0.2):
         connection.sendall(b".")
+
+
+def _answers_then_stalls(connection: socket.socket, stop: threading.Event) -> None:
+    """A 200 whose promised body never comes."""
+    connection.recv(65536)
+    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n")
+    stop.wait()
+
+
+def _cuts_its_body_short(connection: socket.socket, stop: threading.Event) -> None:
+    """A 200 that closes the connection two bytes into a ten-byte body."""
+    connection.recv(65536)
+    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nok")
 
 
 @contextlib.contextmanager
@@ -102,6 +116,35 @@ def test_a_stalling_receiver_costs_one_timeout_then_the_worker_moves_on(
     assert stalled.next_retry_at - stalled.updated_at >= timedelta(seconds=RETRY_DELAYS[0] * 0.9)
     with app.app_context():
         assert webhook_jobs.sweep_webhooks() == 0  # its retry is not due yet
+
+
+@pytest.mark.parametrize(
+    "behaviour", [_answers_then_stalls, _cuts_its_body_short], ids=["stalled", "cut-short"]
+)
+def test_an_answer_whose_body_fails_still_counts_by_its_status(
+    app, client, app_redis, receiver, workers, behaviour
+):
+    """The receiver said 200: the delivery is done (sending it again would duplicate the
+    event), whatever became of the body, and the job does not fail."""
+    account_id = factories.make_account(app)
+    api_key = factories.make_api_key(app, account_id)
+    with stalling_endpoint(behaviour) as stalling_url:
+        response = client.post(
+            "/v1/webhooks/endpoints",
+            json={"url": stalling_url, "events": ["charge.created"]},
+            headers={"apikey": api_key},
+        )
+        assert response.status_code == 201, response.get_json()
+        endpoint_id = response.get_json()["id"]
+        charges.created(client, api_key)
+        workers.start(WEBHOOK_TIMEOUT_SECONDS=str(TIMEOUT_SECONDS))
+        wait_for(
+            lambda: [d.status for d in _deliveries(app, [endpoint_id])] == ["DELIVERED"],
+            15,
+            "the answer to be recorded",
+        )
+    (delivered,) = _deliveries(app, [endpoint_id])
+    assert (delivered.attempts, delivered.last_status_code) == (1, 200)
 
 
 def _deliveries(app, endpoint_ids: list[str]) -> list[WebhookDelivery]:

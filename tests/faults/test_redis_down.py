@@ -9,9 +9,10 @@ from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
+from rq import Queue
 
 from app import extensions
-from app.extensions import db, redis_client
+from app.extensions import QUEUE_NAMES, db, redis_client
 from app.jobs import payouts as payout_jobs
 from app.jobs import webhooks as webhook_jobs
 from app.models import Event, WebhookDelivery, Withdrawal, WithdrawalStatus
@@ -19,12 +20,12 @@ from app.models.base import utcnow
 from app.services.api_rate_limits import REMAINING_HEADER as REMAINING
 from app.services.event_catalog import DELIVERABLE
 from app.services.payouts import JOB_GRACE
-from tests.faults.processes import wait_for
 from tests.support import charges, factories, payouts
 from tests.support import disputes as d
 from tests.support.http import bearer, login
 from tests.support.payments import create as create_payment
 from tests.support.payments import refund
+from tests.support.processes import wait_for
 from tests.support.refunds import Merchant as RefundMerchant
 from tests.support.refunds import paid_payment
 
@@ -83,7 +84,10 @@ def test_every_api_write_succeeds_while_redis_is_down_and_its_events_arrive_once
     workers.start()
     expected = len(recorded) + 1  # and the delivery retried by hand during the outage
     wait_for(lambda: len(receiver.received) >= len(before) + expected, 60, "every event's delivery")
-    time.sleep(1)  # room for a duplicate to show up, if there were one
+    wait_for(lambda: _no_job_left(app_redis), 30, "the workers to finish every job")
+    with app.app_context():
+        assert webhook_jobs.sweep_webhooks() == 0  # nothing left to send: no duplicate to come
+    assert _no_job_left(app_redis)
 
     delivered = [r.headers["X-Acme-Delivery-Id"] for r in receiver.received[len(before) :]]
     assert len(delivered) == len(set(delivered)) == expected
@@ -116,7 +120,9 @@ def test_a_hung_redis_costs_a_request_at_most_a_moment(app, client, monkeypatch)
 def test_requests_use_redis_again_once_it_is_back_and_the_pause_is_over(
     app, client, app_redis, redis_server, monkeypatch
 ):
-    monkeypatch.setattr(extensions, "REDIS_OUTAGE_PAUSE_SECONDS", 0.5)
+    clock = FrozenClock()
+    monkeypatch.setattr(extensions, "time", clock)  # the clock of the pause, and only it
+    pause = app_redis.connection_pool.connection_class  # holds `down_until`
     api_key = factories.make_api_key(app, factories.make_account(app))
 
     def limited() -> bool:
@@ -127,10 +133,23 @@ def test_requests_use_redis_again_once_it_is_back_and_the_pause_is_over(
     assert limited()
     redis_server.stop()
     assert not limited()  # unlimited while Redis is down, rather than refused
+    assert pause.down_until == clock.now + extensions.REDIS_OUTAGE_PAUSE_SECONDS
     redis_server.start()
+    clock.now = pause.down_until - 0.01
     assert not limited()  # within the pause, Redis is not tried
-    time.sleep(0.5)
+    clock.now = pause.down_until
     assert limited()  # no restart needed
+
+
+class FrozenClock:
+    """Stands in for the `time` module of `app.extensions`: `monotonic` moves only when the
+    test moves it, so how long a restart of Redis takes does not matter."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def monotonic(self) -> float:
+        return self.now
 
 
 def _every_api_write(
@@ -249,6 +268,12 @@ def _every_api_write(
 
 def _post(client, path: str, headers: dict, **body):
     return client.post(path, json=body, headers=headers)
+
+
+def _no_job_left(redis) -> bool:
+    """No job waiting in any queue nor being run by a worker."""
+    queues = [Queue(name, connection=redis) for name in QUEUE_NAMES]
+    return not any(q.count or q.started_job_registry.count for q in queues)
 
 
 def _relay_and_deliver(app, redis) -> None:

@@ -1,4 +1,4 @@
-"""A worker killed mid-job (SIGKILL to it and its work horse): nothing finishes the job, RQ
+"""A worker killed mid-job (SIGKILL): nothing finishes the job, RQ
 does not run it again, and the `rq cron` sweeps recover it once its lease or silence has run
 out. Guaranteed: the webhook is delivered (at least once, every time with the same delivery
 id) and its delivery row ends DELIVERED once; the payout reaches the provider under the same
@@ -17,8 +17,8 @@ from app.models import Event, LedgerPosting, WebhookDelivery, Withdrawal
 from app.models.base import utcnow
 from app.services import ledger
 from app.services.payouts import STUCK_AFTER
-from tests.faults.processes import kill_group, wait_for
 from tests.support import charges, payouts
+from tests.support.processes import kill_group, wait_for
 
 pytestmark = pytest.mark.slow
 RECEIVER_STALLS_SECONDS = 20

@@ -20,17 +20,8 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
 )
 
+from app.errors import ERROR_TYPES
 from tests.fuzz.conftest import EXAMPLES_PER_OPERATION, load_schema
-
-ERROR_TYPES = {
-    "invalid_request_error",
-    "authentication_error",
-    "permission_error",
-    "not_found_error",
-    "conflict_error",
-    "rate_limit_error",
-    "api_error",
-}
 
 FLASK_ANSWERED_METHODS = {"HEAD", "OPTIONS"}  # on every route, undocumented
 

@@ -7,9 +7,14 @@ def scrape(client, headers: dict | None = None) -> dict[tuple[str, frozenset], f
     """Every sample of a 200 /metrics answer, by (name, labels)."""
     response = client.get("/metrics", headers=headers or {})
     assert response.status_code == 200, response.get_data(as_text=True)
+    return samples_of(response.get_data(as_text=True))
+
+
+def samples_of(exposition: str) -> dict[tuple[str, frozenset], float]:
+    """Every sample of a text exposition, by (name, labels)."""
     return {
         (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(response.get_data(as_text=True))
+        for family in text_string_to_metric_families(exposition)
         for sample in family.samples
     }
 

@@ -3,22 +3,25 @@ entry points, and the Procfile's web command adds up every gunicorn worker's met
 
 import ast
 import configparser
+import contextlib
 import importlib.util
+import json
 import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
-import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import requests
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.mmap_dict import MmapedDict
 
 from app.config import PROJECT_ROOT
+from tests.ops.scraping import sample, samples_of
+from tests.support.processes import answers_ok, free_port, wait_for, wait_or_kill
 
 UNITS = PROJECT_ROOT / "deploy" / "systemd"
 UNIT_OF_PROCESS = {
@@ -100,23 +103,10 @@ def test_the_environment_example_sets_only_documented_variables():
     assert named <= documented, sorted(named - documented)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _healthy(base: str) -> bool:
-    try:
-        return requests.get(f"{base}/healthz", timeout=1).status_code == 200
-    except requests.RequestException:  # not listening yet, or still booting
-        return False
-
-
 @pytest.fixture
 def procfile_web(app, tmp_path):
     """The Procfile's web line, run by a shell as honcho would, with two gunicorn workers."""
-    port = _free_port()
+    port = free_port()
     metrics_directory = tmp_path / "metrics"
     metrics_directory.mkdir()
     (metrics_directory / "counter_1.db").write_bytes(b"left by a previous run")
@@ -130,43 +120,75 @@ def procfile_web(app, tmp_path):
         "WEB_CONCURRENCY": "2",
         "PROMETHEUS_MULTIPROC_DIR": str(metrics_directory),
     }
-    log = (tmp_path / "web.log").open("w")
-    process = subprocess.Popen(
-        ["/bin/sh", "-c", _procfile()["web"]],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: teardown stops gunicorn's workers too
-    )
+    log = tmp_path / "web.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", _procfile()["web"]],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: teardown stops gunicorn's workers
+        )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while not _healthy(base):
-            assert process.poll() is None and time.monotonic() < deadline, (
-                tmp_path / "web.log"
-            ).read_text()
-            time.sleep(0.2)
+        wait_for(
+            lambda: answers_ok(f"{base}/healthz") or process.poll() is not None,
+            30,
+            f"gunicorn to answer /healthz (its output: {log})",
+        )
+        assert process.poll() is None, log.read_text()
         yield base, metrics_directory
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        wait_or_kill(process, timeout=30)
+
+
+OPENAPI = {"method": "GET", "route": "/v1/openapi.json", "status": "200"}
+CONCURRENT_REQUESTS = 8
+ROUNDS_FOR_BOTH_WORKERS = 25
+
+
+def _openapi_requests_by_worker(metrics_directory: Path) -> dict[int, float]:
+    """Each gunicorn worker's count of OPENAPI requests, read from its own counter file
+    (`counter_<pid>.db`), as /metrics reads them before adding them up."""
+    counts = {}
+    for path in metrics_directory.glob("counter_*.db"):
+        for key, value, _, _ in MmapedDict.read_all_values_from_file(str(path)):
+            _, name, labels, _ = json.loads(key)
+            if name == "acme_http_requests_total" and labels == OPENAPI and value:
+                counts[int(path.stem.removeprefix("counter_"))] = value
+    return counts
+
+
+def _get(url: str) -> requests.Response:
+    return requests.get(url, timeout=10)
 
 
 @pytest.mark.slow
 def test_metrics_add_up_every_gunicorn_worker(procfile_web):
     base, metrics_directory = procfile_web
-    for _ in range(20):
-        assert requests.get(f"{base}/v1/openapi.json", timeout=5).status_code == 200
-    for _ in range(4):  # whichever worker answers the scrape, it counts all of them
-        exposition = requests.get(f"{base}/metrics", timeout=5).text
-        samples = {
-            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-            for family in text_string_to_metric_families(exposition)
-            for sample in family.samples
-        }
-        route = (("method", "GET"), ("route", "/v1/openapi.json"), ("status", "200"))
-        assert samples[("acme_http_requests_total", route)] == 20
-        assert samples[("acme_metrics_source_up", (("source", "requests"),))] == 1
+    sent = 0
+    with ThreadPoolExecutor(CONCURRENT_REQUESTS) as pool:
+        for _ in range(ROUNDS_FOR_BOTH_WORKERS):  # concurrent, so one worker cannot take all
+            answers = list(pool.map(_get, [f"{base}/v1/openapi.json"] * CONCURRENT_REQUESTS))
+            assert [a.status_code for a in answers] == [200] * CONCURRENT_REQUESTS
+            sent += CONCURRENT_REQUESTS
+            by_worker = _openapi_requests_by_worker(metrics_directory)
+            if len(by_worker) >= 2:
+                break
+        else:
+            pytest.fail(
+                f"{sent} concurrent requests were all answered by one gunicorn worker "
+                f"({by_worker}): the sum across workers cannot be checked"
+            )
+        assert sum(by_worker.values()) == sent
+        # whichever worker answers a scrape, it counts all of them
+        scrapes = list(pool.map(_get, [f"{base}/metrics"] * CONCURRENT_REQUESTS))
+    for scraped in scrapes:
+        assert scraped.status_code == 200, scraped.text
+        samples = samples_of(scraped.text)
+        assert sample(samples, "acme_http_requests_total", **OPENAPI) == sent
+        assert sample(samples, "acme_metrics_source_up", source="requests") == 1
     assert not (metrics_directory / "counter_1.db").exists()
-    assert list(metrics_directory.glob("counter_*.db"))

@@ -10,24 +10,11 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.support.http import assert_error, bearer, login
+from tests.support.http import assert_error, bearer, login, token_claims
 
 PROTECTED = "/v1/api-keys"
 OLD_KEY = "old-jwt-key-" + "o" * 32
 NEW_KEY = "new-jwt-key-" + "n" * 32
-
-
-def _claims(member, **overrides) -> dict:
-    now = datetime.now(UTC)
-    claims = {
-        "sub": member.user_id,
-        "account": member.account_id,
-        "role": "OWNER",
-        "jti": "f" * 32,
-        "iat": now,
-        "exp": now + timedelta(minutes=5),
-    } | overrides
-    return {name: value for name, value in claims.items() if value is not None}
 
 
 def _unsigned(claims: dict, alg: str) -> str:
@@ -49,7 +36,7 @@ def _refused(client, token: str) -> dict:
 
 @pytest.mark.parametrize("alg", ["none", "None", "NONE", "HS256"])
 def test_unsigned_tokens_are_refused_whatever_the_alg_header_says(client, owner, alg):
-    _refused(client, _unsigned(_claims(owner), alg))
+    _refused(client, _unsigned(token_claims(owner), alg))
 
 
 @pytest.mark.filterwarnings("ignore::jwt.warnings.InsecureKeyLengthWarning")
@@ -59,12 +46,15 @@ def test_only_hs256_is_accepted(app, client, owner):
     key = app.config["JWT_SECRET"]
     private_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     for token in (
-        jwt.encode(_claims(owner), key, algorithm="HS384"),
-        jwt.encode(_claims(owner), key, algorithm="HS512"),
-        jwt.encode(_claims(owner), private_key, algorithm="RS256"),
+        jwt.encode(token_claims(owner), key, algorithm="HS384"),
+        jwt.encode(token_claims(owner), key, algorithm="HS512"),
+        jwt.encode(token_claims(owner), private_key, algorithm="RS256"),
     ):
         _refused(client, token)
-    assert client.get(PROTECTED, headers=bearer(jwt.encode(_claims(owner), key))).status_code == 200
+    assert (
+        client.get(PROTECTED, headers=bearer(jwt.encode(token_claims(owner), key))).status_code
+        == 200
+    )
 
 
 @pytest.mark.parametrize(
@@ -72,7 +62,7 @@ def test_only_hs256_is_accepted(app, client, owner):
     [{"exp": None}, {"exp": "tomorrow"}, {"iat": None}, {"jti": None}, {"sub": None}],
 )
 def test_a_token_without_a_valid_expiry_or_identity_is_refused(app, client, owner, claims):
-    _refused(client, jwt.encode(_claims(owner, **claims), app.config["JWT_SECRET"]))
+    _refused(client, jwt.encode(token_claims(owner, **claims), app.config["JWT_SECRET"]))
 
 
 def test_tokens_signed_with_a_previous_key_work_until_it_is_dropped(
@@ -98,7 +88,7 @@ def test_a_previous_key_does_not_bring_back_an_expired_or_revoked_token(
     app, client, owner, monkeypatch
 ):
     monkeypatch.setitem(app.config, "JWT_SECRET", OLD_KEY)
-    expired = jwt.encode(_claims(owner, exp=datetime.now(UTC) - timedelta(seconds=5)), OLD_KEY)
+    expired = jwt.encode(token_claims(owner, exp=datetime.now(UTC) - timedelta(seconds=5)), OLD_KEY)
     revoked = login(client, owner)
     assert client.post("/v1/auth/logout", headers=bearer(revoked)).status_code in (200, 204)
 

@@ -61,12 +61,30 @@ class ConnectionCounter:
             self.accepted += 1
             connection.close()
 
+    def close(self) -> None:
+        self.socket.close()
+
 
 @pytest.fixture
 def receiver():
     server = start_receiver()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def other_receiver():
+    """A second receiver, which no request should reach."""
+    server = start_receiver()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def unanswered_port():
+    counter = ConnectionCounter()
+    yield counter
+    counter.close()
 
 
 @pytest.fixture
@@ -101,11 +119,11 @@ def _one_attempt(app, client, api_key) -> WebhookDelivery:
 
 
 def test_a_name_that_turns_private_after_the_check_is_never_connected_to(
-    app, client, api_key, monkeypatch
+    app, client, api_key, unanswered_port, monkeypatch
 ):
     """DNS rebinding: public at registration, 127.0.0.1 at send time."""
     monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TEST_URLS", False)
-    private = ConnectionCounter()
+    private = unanswered_port
     resolver = _resolver(monkeypatch, [PUBLIC_ADDRESS], ["127.0.0.1"])
     _register(client, api_key, f"http://{HOST}:{private.port}/hooks")
 
@@ -114,7 +132,6 @@ def test_a_name_that_turns_private_after_the_check_is_never_connected_to(
     assert delivery.status is DeliveryStatus.PENDING
     assert delivery.last_error == f"The host {HOST} resolves to a private address (127.0.0.1)."
     assert (resolver.lookups, private.accepted) == (2, 0)
-    private.socket.close()
 
 
 def test_one_private_address_among_public_ones_refuses_the_attempt(
@@ -158,8 +175,8 @@ def test_when_the_first_address_refuses_the_next_checked_one_is_tried(
     assert len(receiver.received) == 1
 
 
-def test_redirects_are_not_followed(app, client, api_key, receiver):
-    elsewhere = start_receiver()
+def test_redirects_are_not_followed(app, client, api_key, receiver, other_receiver):
+    elsewhere = other_receiver
     receiver.reply(302, {"Location": elsewhere.url})
     _register(client, api_key, receiver.url)
 
@@ -167,12 +184,13 @@ def test_redirects_are_not_followed(app, client, api_key, receiver):
 
     assert (delivery.status, delivery.last_status_code) == (DeliveryStatus.PENDING, 302)
     assert len(receiver.received) == 1 and elsewhere.received == []
-    elsewhere.stop()
 
 
-def test_proxies_from_the_environment_are_ignored(app, client, api_key, receiver, monkeypatch):
+def test_proxies_from_the_environment_are_ignored(
+    app, client, api_key, receiver, other_receiver, monkeypatch
+):
     """A proxy would connect wherever the name resolves for it, past our check."""
-    proxy = start_receiver()
+    proxy = other_receiver
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.server.server_address[1]}")
     for name in ("NO_PROXY", "no_proxy"):
@@ -181,7 +199,6 @@ def test_proxies_from_the_environment_are_ignored(app, client, api_key, receiver
 
     assert _one_attempt(app, client, api_key).status is DeliveryStatus.DELIVERED
     assert len(receiver.received) == 1 and proxy.received == []
-    proxy.stop()
 
 
 def _certificate(tmp_path, name: str) -> tuple[str, str]:
@@ -256,7 +273,7 @@ def test_a_pinned_https_connection_still_sends_sni_and_verifies_the_host_name(tl
             session.post(f"https://127.0.0.1:{port}/hooks", data=b"{}", timeout=5)
 
 
-@pytest.mark.parametrize("port", ["99999", "http", "-1"])
+@pytest.mark.parametrize("port", ["0", "99999", "http", "-1"])
 def test_a_url_with_an_invalid_port_is_refused_at_registration(client, api_key, port):
     response = client.post(
         "/v1/webhooks/endpoints",

@@ -12,7 +12,6 @@ from app.storage import ALLOWED_TYPES, content_matches_type
 from app.storage.local import LocalEvidenceStorage
 from tests.support import disputes as d
 from tests.support.http import assert_error
-from tests.support.refunds import merchant
 
 PDF = b"%PDF-1.7\n" + bytes(range(256)) + b"\n%%EOF"
 SAMPLES = {
@@ -22,24 +21,6 @@ SAMPLES = {
     "image/gif": b"GIF89a" + b"\x00" * 32,
     "image/webp": b"RIFF\x24\x00\x00\x00WEBPVP8 " + b"\x00" * 32,
 }
-
-
-@pytest.fixture
-def shop(app, monkeypatch):
-    return merchant(app, monkeypatch)
-
-
-@pytest.fixture
-def storage_root(app, tmp_path, monkeypatch):
-    root = tmp_path / "evidence"
-    root.mkdir()
-    monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(root))
-    return root
-
-
-@pytest.fixture
-def case(app, client, shop, storage_root) -> dict:
-    return d.opened(client, shop, d.paid_charge(app, client, shop)["id"])
 
 
 def _ticket(client, shop, case, body=PDF, mime_type="application/pdf") -> dict:
