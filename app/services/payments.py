@@ -222,11 +222,19 @@ def list_payments(
     rows = db.session.scalars(
         sa.select(Transaction)
         .where(*conditions)
-        .order_by(order[0].nulls_last(), order[1])
+        .order_by(_nulls_last(order[0], key), order[1])
         .offset((query.page - 1) * query.limit)
         .limit(query.limit)
     ).all()
     return charges.expire_listed(list(rows), now), total
+
+
+def _nulls_last(ordering: sa.ColumnElement, key: sa.ColumnElement) -> sa.ColumnElement:
+    """Empty values sort last, but a column that cannot be empty keeps its plain order: that
+    is the listing index's order, so a page by `createdAt` reads the index instead of sorting
+    the whole account (PostgreSQL's DESC is NULLS FIRST)."""
+    column = getattr(key, "expression", key)
+    return ordering if getattr(column, "nullable", True) is False else ordering.nulls_last()
 
 
 def offers(method: str) -> sa.ColumnElement[bool]:

@@ -1120,3 +1120,25 @@ def test_a_receipt_lists_merchant_refunds_not_returns_of_a_late_pix(app, redis, 
     text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
     assert "BOLETO" in text or "Boleto" in text
     assert "Refunded" not in text
+
+
+def test_a_page_by_creation_time_keeps_the_listing_index_order(app, client, api_key):
+    """createdAt is never empty, so no NULLS LAST: PostgreSQL's DESC is NULLS FIRST, and the
+    clause would make it sort the whole account instead of reading ix_transactions_listing."""
+    seen: list[str] = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        if "ORDER BY" in statement and "FROM transactions" in statement:
+            seen.append(statement.split("ORDER BY", 1)[1])
+
+    with app.app_context():
+        engine = db.engine
+    sa.event.listen(engine, "before_cursor_execute", capture)
+    try:
+        assert _ids(_list(client, api_key, "")) == []
+        assert _ids(_list(client, api_key, "sortBy=paidAt")) == []
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", capture)
+    by_creation, by_payment = seen
+    assert "NULLS LAST" not in by_creation.upper()
+    assert "NULLS LAST" in by_payment.upper()
