@@ -56,7 +56,7 @@ def child_commands(port: int, receiver_port: int) -> dict[str, list[str]]:
             os.environ.get("WEB_CONCURRENCY", "2"),
         ],
         "worker": [sys.executable, "worker.py"],
-        "cron": [os.path.join(bin_dir, "rq"), "cron", "app.cron", "--url", os.environ["REDIS_URL"]],
+        "cron": [os.path.join(bin_dir, "rq"), "cron", "app.cron"],  # REDIS_URL: environment
         "receiver": [sys.executable, "-m", "app.dev_receiver", "--port", str(receiver_port)],
     }
 

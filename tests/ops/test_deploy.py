@@ -69,7 +69,7 @@ def test_the_commands_name_real_entry_points():
     assert commands["release"] == ["flask", "--app", "wsgi", "db", "upgrade"]
     assert commands["web"][:2] == ["gunicorn", "wsgi:app"]
     assert commands["worker"] == ["python", "worker.py"]
-    assert commands["cron"] == ["rq", "cron", "app.cron", "--url", "${REDIS_URL}"]
+    assert commands["cron"] == ["rq", "cron", "app.cron"]  # REDIS_URL from the environment
     wsgi = ast.parse(PROJECT_ROOT.joinpath("wsgi.py").read_text())
     assert "app" in {
         t.id for node in wsgi.body if isinstance(node, ast.Assign) for t in node.targets
