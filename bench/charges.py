@@ -37,13 +37,9 @@ between commits on the same machine; absolute figures only between runs on the s
 
 import argparse
 import json
-import math
-import os
-import platform
 import secrets
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -51,34 +47,31 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import IO
+from urllib.parse import urlsplit
 
 import requests
 from common import (
     BIN,
-    DEFAULT_ADMIN_URL,
-    DEFAULT_REDIS_URL,
-    REPO_ROOT,
+    REQUEST_TIMEOUT_SECONDS,
+    STARTUP_TIMEOUT_SECONDS,
     BenchmarkError,
-    admin_url_from_env,
+    Setup,
+    argument_parser,
     at_least,
     base_environment,
     create_test_account,
-    flask_cli,
-    flushed_redis,
+    errors_summary,
     free_port,
-    git_commit,
-    redacted,
-    redis_url_from_env,
+    logged_process,
+    machine_facts,
+    migrated_setup,
+    percentile,
     run,
-    stop,
-    throwaway_database,
+    tail,
 )
 
 ACCOUNT_VELOCITY_LIMIT = 10_000_000
 API_RATE_LIMIT = 10_000_000  # per minute: counted on every request, never refusing the benchmark
-STARTUP_TIMEOUT_SECONDS = 30
-REQUEST_TIMEOUT_SECONDS = 30
-SHOWN_ERRORS = 5
 DEFAULT_SIZES = {"healthz": 2000, "create": 1000, "get": 1000}
 
 Request = Callable[[requests.Session, int], requests.Response]
@@ -109,9 +102,7 @@ class PhaseResult:
 
     def percentile_ms(self, fraction: float) -> float:
         """Nearest-rank percentile of the latencies, in milliseconds."""
-        latencies = sorted(sample.latency for sample in self.samples)
-        rank = max(1, math.ceil(len(latencies) * fraction))
-        return latencies[rank - 1] * 1000
+        return percentile([sample.latency for sample in self.samples], fraction) * 1000
 
     def figures(self) -> dict[str, float | int]:
         return {
@@ -135,18 +126,26 @@ class Phase:
     expect: Check
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Pix charge creation over HTTP (gunicorn + PostgreSQL) next to /healthz.",
-        epilog=f"Environment: BENCH_DATABASE_ADMIN_URL (default {DEFAULT_ADMIN_URL}), "
-        f"BENCH_REDIS_URL (default {DEFAULT_REDIS_URL}).",
-    )
+def add_gunicorn_options(parser: argparse.ArgumentParser) -> None:
+    """`--workers` and `--threads`, for `gunicorn`."""
     parser.add_argument(
         "--workers", type=at_least(1), default=2, help="gunicorn workers (default 2)"
     )
     parser.add_argument(
         "--threads", type=at_least(1), default=4, help="threads per worker (default 4)"
     )
+
+
+def gunicorn_description(args: argparse.Namespace) -> str:
+    """The `--workers` and `--threads` options, for a configuration."""
+    return f"{args.workers} workers x {args.threads} threads (gthread)"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argument_parser(
+        "Pix charge creation over HTTP (gunicorn + PostgreSQL) next to /healthz."
+    )
+    add_gunicorn_options(parser)
     parser.add_argument(
         "--concurrency", type=at_least(1), default=8, help="client threads in flight (default 8)"
     )
@@ -166,10 +165,12 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def app_environment(database_url: str, redis_url: str, port: int) -> dict[str, str]:
+def app_environment(database_url: str, redis_url: str) -> dict[str, str]:
+    """The run's environment for the app under gunicorn: its PUBLIC_BASE_URL is where
+    `gunicorn` serves it (a free port), and the limits never refuse the benchmark."""
     return {
         **base_environment(database_url, redis_url),
-        "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
+        "PUBLIC_BASE_URL": f"http://127.0.0.1:{free_port()}",
         "FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT": str(ACCOUNT_VELOCITY_LIMIT),
         "API_RATE_LIMIT_PER_MINUTE": str(API_RATE_LIMIT),
         "API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE": str(API_RATE_LIMIT),
@@ -177,14 +178,16 @@ def app_environment(database_url: str, redis_url: str, port: int) -> dict[str, s
 
 
 @contextmanager
-def gunicorn(env: dict[str, str], port: int, workers: int, threads: int) -> Iterator[str]:
-    """The app under gunicorn, answering /healthz; yields its base URL. Logs go to a temp file,
-    shown when the server fails to start."""
+def gunicorn(env: dict[str, str], workers: int, threads: int) -> Iterator[str]:
+    """The app under gunicorn at the environment's PUBLIC_BASE_URL (`app_environment`),
+    answering /healthz; yields that base URL. Logs go to a temp file, shown when the server
+    fails to start."""
+    base_url = env["PUBLIC_BASE_URL"]
     command = [
         str(BIN / "gunicorn"),
         "wsgi:app",
         "--bind",
-        f"127.0.0.1:{port}",
+        urlsplit(base_url).netloc,
         "--workers",
         str(workers),
         "--worker-class",
@@ -192,16 +195,9 @@ def gunicorn(env: dict[str, str], port: int, workers: int, threads: int) -> Iter
         "--threads",
         str(threads),
     ]
-    with tempfile.TemporaryFile(mode="w+") as log:
-        server = subprocess.Popen(  # noqa: S603 (our own executable)
-            command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
-        )
-        try:
-            base_url = f"http://127.0.0.1:{port}"
-            wait_until_healthy(server, base_url, log)
-            yield base_url
-        finally:
-            stop(server)
+    with logged_process(command, env) as (server, log):
+        wait_until_healthy(server, base_url, log)
+        yield base_url
 
 
 def wait_until_healthy(server: subprocess.Popen, base_url: str, log: IO[str]) -> None:
@@ -215,8 +211,7 @@ def wait_until_healthy(server: subprocess.Popen, base_url: str, log: IO[str]) ->
         except requests.RequestException:
             pass
         time.sleep(0.1)
-    log.seek(0)
-    raise BenchmarkError(f"gunicorn did not answer /healthz with 200:\n{log.read()[-3000:]}")
+    raise BenchmarkError(f"gunicorn did not answer /healthz with 200:\n{tail(log)}")
 
 
 def run_phase(name: str, total: int, concurrency: int, send: Request, expect: Check) -> PhaseResult:
@@ -332,12 +327,7 @@ def created_ids(result: PhaseResult) -> list[str]:
 
 
 def describe_errors(result: PhaseResult) -> str:
-    errors = result.errors
-    shown = "\n".join(f"  {error}" for error in errors[:SHOWN_ERRORS])
-    return (
-        f"{result.name}: {len(errors)} of {len(result.samples)} requests failed; "
-        f"first {min(len(errors), SHOWN_ERRORS)}:\n{shown}"
-    )
+    return errors_summary(result.name, result.errors, len(result.samples), "requests")
 
 
 def ratios(results: dict[str, PhaseResult]) -> dict[str, dict[str, float]]:
@@ -353,19 +343,15 @@ def ratios(results: dict[str, PhaseResult]) -> dict[str, dict[str, float]]:
     }
 
 
-def configuration(args: argparse.Namespace, database_url: str, redis_url: str) -> dict:
+def configuration(args: argparse.Namespace, setup: Setup) -> dict:
     return {
-        "commit": git_commit(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_average_before": round(os.getloadavg()[0], 2),
+        **machine_facts(),
         "workers": args.workers,
         "threads": args.threads,
         "worker_class": "gthread",
         "concurrency": args.concurrency,
         "warmup": args.warmup,
-        "database": redacted(database_url),
-        "redis": redacted(redis_url),
+        **setup.facts(),
         "account_velocity_limit": ACCOUNT_VELOCITY_LIMIT,
     }
 
@@ -406,17 +392,12 @@ def as_json(config: dict, results: dict[str, PhaseResult]) -> str:
 
 
 def benchmark(args: argparse.Namespace) -> None:
-    redis_url = redis_url_from_env()
     sizes = dict.fromkeys(DEFAULT_SIZES, args.requests) if args.requests else DEFAULT_SIZES
     with ExitStack() as stack:
-        stack.enter_context(flushed_redis(redis_url))
-        database_url = stack.enter_context(throwaway_database(admin_url_from_env()))
-        config = configuration(args, database_url, redis_url)
-        port = free_port()
-        env = app_environment(database_url, redis_url, port)
-        flask_cli(env, "db", "upgrade")
-        _, api_key = create_test_account(env)
-        base_url = stack.enter_context(gunicorn(env, port, args.workers, args.threads))
+        setup = stack.enter_context(migrated_setup(app_environment))
+        config = configuration(args, setup)
+        _, api_key = create_test_account(setup.env)
+        base_url = stack.enter_context(gunicorn(setup.env, args.workers, args.threads))
         results = measure(base_url, api_key, sizes, args.warmup, args.concurrency)
     print(report(config, results))
     if args.json:

@@ -1,6 +1,7 @@
-"""Helpers shared by the benchmarks in bench/: a throwaway database, the benchmark's Redis DB,
-the app's environment, the operator CLI, child processes, the commit, the exit status, the
-seeded transactions, percentiles, timed GETs, and the EXPLAIN of captured statements.
+"""Helpers shared by the benchmarks in bench/: the command line, a throwaway database, the
+benchmark's Redis DB, the app's environment, the operator CLI, child processes and their logs,
+the commit and the machine, the exit status, the seeded transactions, percentiles, timed GETs,
+errors, and the EXPLAIN of captured statements.
 
 Imported by the scripts as `common` (they run from bench/, never as a package).
 """
@@ -8,29 +9,37 @@ Imported by the scripts as `common` (they run from bench/, never as a package).
 import argparse
 import math
 import os
+import platform
 import re
 import secrets
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import redis
 import requests
 import sqlalchemy as sa
+from sqlalchemy.orm import Session, scoped_session
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BIN = REPO_ROOT / ".venv" / "bin"
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
 STOP_TIMEOUT_SECONDS = 15
+STARTUP_TIMEOUT_SECONDS = 30
 REQUEST_TIMEOUT_SECONDS = 30
+LOG_TAIL = 3000  # characters of a child process's log shown when it fails
+SHOWN_ERRORS = 5
 SEED_SEED = 0.42  # setseed(): the same rows every run
 
 # One row per generated index; every random draw is its own column so the CASEs below read
@@ -108,6 +117,15 @@ def at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def argument_parser(description: str) -> argparse.ArgumentParser:
+    """A benchmark's parser, its epilog naming the environment variables every benchmark reads."""
+    return argparse.ArgumentParser(
+        description=description,
+        epilog=f"Environment: BENCH_DATABASE_ADMIN_URL (default {DEFAULT_ADMIN_URL}), "
+        f"BENCH_REDIS_URL (default {DEFAULT_REDIS_URL}).",
+    )
+
+
 def admin_url_from_env() -> str:
     """The PostgreSQL server where the throwaway database is created and dropped."""
     return os.environ.get("BENCH_DATABASE_ADMIN_URL", DEFAULT_ADMIN_URL)
@@ -156,6 +174,31 @@ def flushed_redis(url: str) -> Iterator[None]:
         client.close()
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What a run's processes share: the throwaway database, the Redis DB and the app's
+    environment for both."""
+
+    database_url: str
+    redis_url: str
+    env: dict[str, str]
+
+    def facts(self) -> dict[str, str]:
+        """The database and Redis of the run, for its configuration (no passwords)."""
+        return {"database": redacted(self.database_url), "redis": redacted(self.redis_url)}
+
+
+@contextmanager
+def migrated_setup(environment: Callable[[str, str], dict[str, str]]) -> Iterator[Setup]:
+    """The benchmark's Redis DB (flushed) and a throwaway database, migrated with the app's
+    environment `environment(database_url, redis_url)`."""
+    redis_url = redis_url_from_env()
+    with flushed_redis(redis_url), throwaway_database(admin_url_from_env()) as database_url:
+        env = environment(database_url, redis_url)
+        flask_cli(env, "db", "upgrade")
+        yield Setup(database_url, redis_url, env)
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -174,16 +217,18 @@ def base_environment(database_url: str, redis_url: str) -> dict[str, str]:
     }
 
 
+def run_in_repo(
+    command: list[str], env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a command in the repo to its end, its output captured as text."""
+    return subprocess.run(  # noqa: S603 (our own executables, and git from PATH)
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False
+    )
+
+
 def flask_cli(env: dict[str, str], *args: str) -> str:
     """Run `flask --app wsgi ARGS` in the repo; its stdout, or BenchmarkError with its stderr."""
-    done = subprocess.run(  # noqa: S603 (our own executable)
-        [str(BIN / "flask"), "--app", "wsgi", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_in_repo([str(BIN / "flask"), "--app", "wsgi", *args], env)
     if done.returncode != 0:
         raise BenchmarkError(f"flask {' '.join(args)} failed:\n{done.stderr.strip()}")
     return done.stdout
@@ -212,15 +257,30 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
+@contextmanager
+def logged_process(
+    command: list[str], env: dict[str, str]
+) -> Iterator[tuple[subprocess.Popen, IO[str]]]:
+    """`command` started in the repo in its own session, its output in a temp file (for
+    `tail`); stopped (`stop`) on the way out."""
+    with tempfile.TemporaryFile(mode="a+") as log:
+        process = subprocess.Popen(  # noqa: S603 (our own executables)
+            command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
+        )
+        try:
+            yield process, log
+        finally:
+            stop(process)
+
+
+def tail(log: IO[str]) -> str:
+    """The end of a child process's log file."""
+    log.seek(0)
+    return log.read()[-LOG_TAIL:]
+
+
 def git(*args: str) -> str:
-    done = subprocess.run(  # noqa: S603 (fixed git arguments)
-        ["git", *args],  # noqa: S607 (git from PATH)
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip()
+    return run_in_repo(["git", *args]).stdout.strip()
 
 
 def git_commit() -> str:
@@ -228,6 +288,21 @@ def git_commit() -> str:
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     changed = git("status", "--porcelain", "--untracked-files=no")
     return f"{commit} (+ uncommitted changes)" if changed else commit
+
+
+def machine_facts() -> dict[str, object]:
+    """The first lines of every benchmark's configuration: what ran, where, how busy."""
+    return {
+        "commit": git_commit(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average_before": round(os.getloadavg()[0], 2),
+    }
+
+
+def heading(title: str, config: dict, width: int = 20) -> list[str]:
+    """A report's first lines: its title and its configuration, one key a line."""
+    return [title, *(f"  {key:<{width}} {value}" for key, value in config.items()), ""]
 
 
 def seed_transactions(
@@ -264,16 +339,30 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[max(1, math.ceil(len(ordered) * fraction)) - 1]
 
 
+def percentile_ms(values: list[float], fraction: float) -> float:
+    """`percentile` of durations in seconds, in milliseconds rounded to 0.01."""
+    return round(percentile(values, fraction) * 1000, 2)
+
+
 def summary_ms(values: list[float]) -> dict[str, float | int]:
     """count, p50, p90, p99 and max of durations in seconds, as milliseconds."""
     return {
         "count": len(values),
         **{
-            name: round(percentile(values, fraction) * 1000, 2)
+            name: percentile_ms(values, fraction)
             for name, fraction in (("p50_ms", 0.5), ("p90_ms", 0.9), ("p99_ms", 0.99))
         },
         "max_ms": round(max(values) * 1000, 2) if values else math.nan,
     }
+
+
+def errors_summary(phase: str, errors: list[str], total: int, things: str) -> str:
+    """How many of `total` failed, and the first SHOWN_ERRORS errors."""
+    shown = "\n".join(f"  {error}" for error in errors[:SHOWN_ERRORS])
+    return (
+        f"{phase}: {len(errors)} of {total} {things} failed; "
+        f"first {min(len(errors), SHOWN_ERRORS)}:\n{shown}"
+    )
 
 
 def time_get(
@@ -323,6 +412,25 @@ def explain_analyze(connection: sa.Connection, statement: str, parameters: objec
         .scalars()
         .all()
     )
+
+
+def explained_statements(
+    engine: sa.Engine,
+    session: Session | scoped_session,
+    call: Callable[[], object],
+    tables: tuple[str, ...],
+) -> list[tuple[str, dict]]:
+    """Each SELECT `call` runs on `tables` (`statements_of`), replayed under EXPLAIN in
+    `session` and rolled back: the statement and its `plan_summary`."""
+    statements = statements_of(engine, call, tables)
+    session.rollback()
+    explained = []
+    for statement, parameters in statements:
+        explained.append(
+            (statement, plan_summary(explain_analyze(session.connection(), statement, parameters)))
+        )
+        session.rollback()
+    return explained
 
 
 def plan_summary(lines: list[str]) -> dict:

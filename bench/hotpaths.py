@@ -33,34 +33,29 @@ read the shares, not the absolute times; the benchmarks give those.
 import argparse
 import cProfile
 import json
-import os
 import pstats
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
 from pathlib import Path
 
 from charges import app_environment
 from common import (
     BIN,
-    DEFAULT_ADMIN_URL,
-    DEFAULT_REDIS_URL,
+    LOG_TAIL,
     REPO_ROOT,
     BenchmarkError,
-    admin_url_from_env,
+    argument_parser,
     at_least,
     create_test_account,
-    flask_cli,
-    flushed_redis,
     free_port,
-    git_commit,
-    redis_url_from_env,
+    heading,
+    machine_facts,
+    migrated_setup,
     run,
+    run_in_repo,
     seed_transactions,
-    throwaway_database,
     vacuum_analyze,
 )
 from webhooks import app_context, receiver, seed_deliveries
@@ -73,11 +68,9 @@ DATABASE_WAIT = ("psycopg/cursor.py", "execute")
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="cProfile of charge creation and GET, list pages, stats and webhook "
-        "deliveries against PostgreSQL and Redis.",
-        epilog=f"Environment: BENCH_DATABASE_ADMIN_URL (default {DEFAULT_ADMIN_URL}), "
-        f"BENCH_REDIS_URL (default {DEFAULT_REDIS_URL}).",
+    parser = argument_parser(
+        "cProfile of charge creation and GET, list pages, stats and webhook deliveries against "
+        "PostgreSQL and Redis."
     )
     parser.add_argument(
         "--requests", type=at_least(1), default=200, help="profiled calls per route (200)"
@@ -205,29 +198,14 @@ def burst(env: dict[str, str], kind: str, count: int, top: int) -> dict:
     """A fresh process works off the queued deliveries in burst mode with one worker class;
     its seconds (and, for `simple`, its profile)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        done = subprocess.run(  # noqa: S603 (our own executable)
-            [
-                str(BIN / "python"),
-                str(Path(__file__)),
-                "--burst",
-                kind,
-                "--profile-to",
-                out.name,
-                "--top",
-                str(top),
-            ],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        command = [str(BIN / "python"), str(Path(__file__)), "--burst", kind]
+        done = run_in_repo([*command, "--profile-to", out.name, "--top", str(top)], env)
         if done.returncode != 0:
-            raise BenchmarkError(f"The {kind} worker failed:\n{done.stderr[-3000:]}")
+            raise BenchmarkError(f"The {kind} worker failed:\n{done.stderr[-LOG_TAIL:]}")
         figures = json.loads(Path(out.name).read_text())
     if figures["finished"] < count or figures["failed"] or figures["left"]:
         raise BenchmarkError(
-            f"The {kind} worker did not finish every job: {figures}\n{done.stderr[-3000:]}"
+            f"The {kind} worker did not finish every job: {figures}\n{done.stderr[-LOG_TAIL:]}"
         )
     figures["per_second"] = round(count / figures["seconds"], 1)
     return figures
@@ -275,7 +253,7 @@ def burst_worker(kind: str, out: str, top: int) -> None:
     Path(out).write_text(json.dumps(figures))
 
 
-def profile_worker(env: dict[str, str], database_url: str, args: argparse.Namespace) -> dict:
+def profile_worker(env: dict[str, str], args: argparse.Namespace) -> dict:
     """The same number of deliveries for each worker class, seeded afresh each time (after
     relaying what the outbox already holds, so the queue holds only these)."""
     results = {}
@@ -295,11 +273,7 @@ def profile_worker(env: dict[str, str], database_url: str, args: argparse.Namesp
 
 
 def report(config: dict, http: dict, worker: dict) -> str:
-    lines = [
-        "Acme Pay profile: cProfile of the hot paths",
-        *(f"  {key:<20} {value}" for key, value in config.items()),
-        "",
-    ]
+    lines = heading("Acme Pay profile: cProfile of the hot paths", config)
     for name, figures in http.items():
         lines.append(
             f"{name}: {figures['ms_per_call']} ms per call under cProfile, "
@@ -324,22 +298,15 @@ def report(config: dict, http: dict, worker: dict) -> str:
 
 
 def benchmark(args: argparse.Namespace) -> None:
-    redis_url = redis_url_from_env()
-    with ExitStack() as stack:
-        stack.enter_context(flushed_redis(redis_url))
-        database_url = stack.enter_context(throwaway_database(admin_url_from_env()))
-        env = app_environment(database_url, redis_url, free_port())
+    with migrated_setup(app_environment) as setup:
         config = {
-            "commit": git_commit(),
-            "cpus": os.cpu_count(),
-            "load_average_before": round(os.getloadavg()[0], 2),
+            **machine_facts(),
             "requests": args.requests,
             "stats_rows": args.stats_rows,
             "deliveries": args.deliveries,
         }
-        flask_cli(env, "db", "upgrade")
-        http = profile_http(env, database_url, args)
-        worker = profile_worker(env, database_url, args)
+        http = profile_http(setup.env, setup.database_url, args)
+        worker = profile_worker(setup.env, args)
     print(report(config, http, worker))
 
 

@@ -35,8 +35,6 @@ What it does, in one run on this machine:
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from contextlib import ExitStack
@@ -46,27 +44,20 @@ from urllib.parse import urlencode
 
 import psycopg
 import requests
-from charges import app_environment, gunicorn
+from charges import add_gunicorn_options, app_environment, gunicorn, gunicorn_description
 from common import (
-    DEFAULT_ADMIN_URL,
-    DEFAULT_REDIS_URL,
     BenchmarkError,
-    admin_url_from_env,
+    Setup,
+    argument_parser,
     at_least,
     create_test_account,
-    explain_analyze,
-    flask_cli,
-    flushed_redis,
-    free_port,
-    git_commit,
-    percentile,
-    plan_summary,
-    redacted,
-    redis_url_from_env,
+    explained_statements,
+    heading,
+    machine_facts,
+    migrated_setup,
+    percentile_ms,
     run,
     seed_transactions,
-    statements_of,
-    throwaway_database,
     time_get,
     vacuum_analyze,
 )
@@ -143,11 +134,9 @@ class Case:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="GET /v1/charges, /v1/payments and /v1/med/cases over a small and a large "
-        "history (gunicorn + PostgreSQL + Redis), with EXPLAIN of their statements.",
-        epilog=f"Environment: BENCH_DATABASE_ADMIN_URL (default {DEFAULT_ADMIN_URL}), "
-        f"BENCH_REDIS_URL (default {DEFAULT_REDIS_URL}).",
+    parser = argument_parser(
+        "GET /v1/charges, /v1/payments and /v1/med/cases over a small and a large history "
+        "(gunicorn + PostgreSQL + Redis), with EXPLAIN of their statements."
     )
     parser.add_argument(
         "--sizes",
@@ -163,12 +152,7 @@ def parse_args() -> argparse.Namespace:
         default=20,
         help="timed calls per case and size, after one uncounted (default 20)",
     )
-    parser.add_argument(
-        "--workers", type=at_least(1), default=2, help="gunicorn workers (default 2)"
-    )
-    parser.add_argument(
-        "--threads", type=at_least(1), default=4, help="threads per worker (default 4)"
-    )
+    add_gunicorn_options(parser)
     parser.add_argument("--json", action="store_true", help="also print one JSON object")
     args = parser.parse_args()
     args.sizes = sorted(set(args.sizes))
@@ -246,6 +230,11 @@ def followed_cursor(
     return cursor
 
 
+def after(cursor: str, **filters: str) -> dict[str, str]:
+    """A list query: the filters, and the page after `cursor`."""
+    return {**filters, "starting_after": cursor}
+
+
 def cases(
     session: requests.Session, base_url: str, api_key: str, size: int, deep: dict[str, str]
 ) -> list[Case]:
@@ -265,35 +254,21 @@ def cases(
     }
     charges, cases_path, payments = "/v1/charges", "/v1/med/cases", "/v1/payments"
     deep_page = max(1, int(size * DEEP_FRACTION) // PAYMENTS_PAGE_LIMIT)
+    customer = {"customer_id": CUSTOMER_DOCUMENT}
     return [
         Case("charges", "first page", charges),
-        Case("charges", "page 5 (cursor)", charges, {"starting_after": page_5[charges]}),
-        Case("charges", "deep cursor", charges, {"starting_after": charge_cursor}),
-        Case(
-            "charges",
-            "status=paid, deep",
-            charges,
-            {"status": "paid", "starting_after": charge_cursor},
-        ),
-        Case(
-            "charges",
-            "status=failed, deep",
-            charges,
-            {"status": "failed", "starting_after": charge_cursor},
-        ),
+        Case("charges", "page 5 (cursor)", charges, after(page_5[charges])),
+        Case("charges", "deep cursor", charges, after(charge_cursor)),
+        Case("charges", "status=paid, deep", charges, after(charge_cursor, status="paid")),
+        Case("charges", "status=failed, deep", charges, after(charge_cursor, status="failed")),
         Case("charges", "status=pending, first", charges, {"status": "pending"}),
-        Case(
-            "charges",
-            "status=pending, deep",
-            charges,
-            {"status": "pending", "starting_after": charge_cursor},
-        ),
-        Case("charges", "customer, first", charges, {"customer_id": CUSTOMER_DOCUMENT}),
+        Case("charges", "status=pending, deep", charges, after(charge_cursor, status="pending")),
+        Case("charges", "customer, first", charges, customer),
         Case(
             "charges",
             "customer, deep",
             charges,
-            {"customer_id": CUSTOMER_DOCUMENT, "starting_after": "ch_" + deep["customer_charge"]},
+            after("ch_" + deep["customer_charge"], **customer),
         ),
         Case("charges", "one-day window", charges, window),
         Case("payments", "page 1", payments, cursor=False),
@@ -308,20 +283,10 @@ def cases(
             cursor=False,
         ),
         Case("disputes", "first page", cases_path),
-        Case("disputes", "page 5 (cursor)", cases_path, {"starting_after": page_5[cases_path]}),
-        Case("disputes", "deep cursor", cases_path, {"starting_after": case_cursor}),
-        Case(
-            "disputes",
-            "status=open, deep",
-            cases_path,
-            {"status": "open", "starting_after": case_cursor},
-        ),
-        Case(
-            "disputes",
-            "type=fraud, deep",
-            cases_path,
-            {"type": "fraud", "starting_after": case_cursor},
-        ),
+        Case("disputes", "page 5 (cursor)", cases_path, after(page_5[cases_path])),
+        Case("disputes", "deep cursor", cases_path, after(case_cursor)),
+        Case("disputes", "status=open, deep", cases_path, after(case_cursor, status="open")),
+        Case("disputes", "type=fraud, deep", cases_path, after(case_cursor, type="fraud")),
         Case("disputes", "charge_id", cases_path, {"charge_id": "ch_" + deep["case_charge"]}),
         Case("disputes", "one-day window", cases_path, window),
     ]
@@ -350,8 +315,8 @@ def time_cases(
     return {
         size: {
             name: {
-                "p50_ms": round(percentile(latencies[size, name], 0.5) * 1000, 2),
-                "p99_ms": round(percentile(latencies[size, name], 0.99) * 1000, 2),
+                "p50_ms": percentile_ms(latencies[size, name], 0.5),
+                "p99_ms": percentile_ms(latencies[size, name], 0.99),
                 "items": items[size, name],
             }
             for name in names
@@ -377,14 +342,10 @@ def explain_cases(env: dict[str, str], api_key: str, measured: list[Case]) -> di
                 if answer.status_code != 200:
                     raise BenchmarkError(f"GET {case.url_path}: {answer.status_code}")
 
-            statements = statements_of(db.engine, request, TABLES)
-            db.session.rollback()
-            summaries = []
-            for statement, parameters in statements:
-                summaries.append(
-                    plan_summary(explain_analyze(db.session.connection(), statement, parameters))
-                )
-                db.session.rollback()
+            summaries = [
+                summary
+                for _, summary in explained_statements(db.engine, db.session, request, TABLES)
+            ]
             slowest = max(summaries, key=lambda summary: summary["execution_ms"])
             plans[case.name] = {
                 "statements": len(summaries),
@@ -394,18 +355,14 @@ def explain_cases(env: dict[str, str], api_key: str, measured: list[Case]) -> di
     return plans
 
 
-def configuration(args: argparse.Namespace, database_url: str, redis_url: str) -> dict:
+def configuration(args: argparse.Namespace, setup: Setup) -> dict:
     return {
-        "commit": git_commit(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_average_before": round(os.getloadavg()[0], 2),
-        "gunicorn": f"{args.workers} workers x {args.threads} threads (gthread)",
+        **machine_facts(),
+        "gunicorn": gunicorn_description(args),
         "sizes": args.sizes,
         "other_account_share": OTHER_ACCOUNT_SHARE,
         "repeats": args.repeats,
-        "database": redacted(database_url),
-        "redis": redacted(redis_url),
+        **setup.facts(),
     }
 
 
@@ -423,11 +380,7 @@ def over_limit(measured: list[Case], ratio: dict[str, float]) -> list[str]:
 
 def report(config: dict, results: dict) -> str:
     sizes = results["sizes"]
-    lines = [
-        "Acme Pay benchmark: list endpoints over a small and a large history",
-        *(f"  {key:<20} {value}" for key, value in config.items()),
-        "",
-    ]
+    lines = heading("Acme Pay benchmark: list endpoints over a small and a large history", config)
     seed = results["seed"]
     lines.append(
         f"tables {results['table_rows']}; seeding {seed['transactions_s']} s transactions, "
@@ -472,21 +425,17 @@ def report(config: dict, results: dict) -> str:
 
 
 def benchmark(args: argparse.Namespace) -> None:
-    redis_url = redis_url_from_env()
     results: dict = {"sizes": []}
     with ExitStack() as stack:
-        stack.enter_context(flushed_redis(redis_url))
-        database_url = stack.enter_context(throwaway_database(admin_url_from_env()))
-        config = configuration(args, database_url, redis_url)
-        port = free_port()
-        env = app_environment(database_url, redis_url, port)
-        flask_cli(env, "db", "upgrade")
+        setup = stack.enter_context(migrated_setup(app_environment))
+        config = configuration(args, setup)
+        database_url, env = setup.database_url, setup.env
         keys = {size: create_test_account(env) for size in args.sizes}
         other_account, _ = create_test_account(env)
         accounts = {size: account_id for size, (account_id, _) in keys.items()}
         results["seed"] = seed_tables(database_url, accounts, other_account)
         results["table_rows"] = table_rows(database_url)
-        base_url = stack.enter_context(gunicorn(env, port, args.workers, args.threads))
+        base_url = stack.enter_context(gunicorn(env, args.workers, args.threads))
         with requests.Session() as session:
             measured = {
                 size: (

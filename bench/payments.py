@@ -35,63 +35,52 @@ What it does, in one run on this machine:
    drops the database and flushes Redis at the end, also on failure, Ctrl-C or SIGTERM. Any
    error makes the exit status 1; slow figures never do (they are figures, not assertions).
 
-The gunicorn and app-context helpers are bench/charges.py's and bench/webhooks.py's own,
-imported from them (the scripts run from bench/, so their siblings are importable).
+The gunicorn helpers are bench/charges.py's own, the worker and app-context helpers
+bench/webhooks.py's, imported from them (the scripts run from bench/, so their siblings are
+importable).
 """
 
 import argparse
 import json
 import math
-import os
-import platform
 import re
 import secrets
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import IO
 
 import redis
 import requests
-from charges import app_environment, gunicorn
+from charges import add_gunicorn_options, app_environment, gunicorn, gunicorn_description
 from common import (
-    BIN,
-    DEFAULT_ADMIN_URL,
-    DEFAULT_REDIS_URL,
-    REPO_ROOT,
+    REQUEST_TIMEOUT_SECONDS,
     BenchmarkError,
-    admin_url_from_env,
+    Setup,
+    argument_parser,
     at_least,
     create_test_account,
-    explain_analyze,
-    flask_cli,
-    flushed_redis,
-    free_port,
-    git_commit,
+    errors_summary,
+    explained_statements,
+    heading,
+    machine_facts,
+    migrated_setup,
     percentile,
-    plan_summary,
-    redacted,
-    redis_url_from_env,
+    percentile_ms,
     run,
     seed_transactions,
-    statements_of,
-    stop,
     summary_ms,
-    throwaway_database,
     time_get,
     vacuum_analyze,
 )
 from rq import Queue
 from rq.job import Job
-from webhooks import app_context, tail
+from webhooks import WORKER_PROCESS, WorkerProcess, app_context, rq_worker
 
 PAYMENT_BODY = {"amount": 4990, "paymentMethods": ["PIX", "BOLETO"]}
 FINALISED = "WAITING_PAYMENT"
@@ -99,7 +88,6 @@ NOT_YET = "PENDING"
 TARGET_SECONDS = 3.0  # issue 6: finalised "well under 3 s"
 POLL_SECONDS = 0.02
 SIGNAL_CHECK_SECONDS = 0.5
-REQUEST_TIMEOUT_SECONDS = 30
 FINALISE_TIMEOUT_SECONDS = 30
 WORKER_START_TIMEOUT_SECONDS = 60  # the first warm-up payment also waits for the worker
 DRAIN_TIMEOUT_SECONDS = 10
@@ -108,7 +96,6 @@ WORKED_QUEUES = ("urgent", "default")  # app.extensions.QUEUE_NAMES without the 
 RELAY_JOB = "app.jobs.webhooks.relay_events"
 STATS_DAYS = (7, 30, 365)
 STATS_ENDPOINTS = ("stats", "metrics")
-SHOWN_ERRORS = 5
 LISTING_INDEX = "ix_transactions_listing"
 
 
@@ -135,38 +122,7 @@ class JobTimes:
     ended: float
 
 
-@dataclass
-class WorkerProcess:
-    process: subprocess.Popen
-    log: IO[str]
-
-    def check(self) -> None:
-        """Fail the run at once if the worker has exited: nothing would finalise."""
-        if self.process.poll() is not None:
-            raise BenchmarkError(
-                f"The worker exited ({self.process.returncode}):\n{tail(self.log)}"
-            )
-
-
 # --- finalisation -----------------------------------------------------------------------
-
-
-@contextmanager
-def rq_worker(env: dict[str, str]) -> Iterator[WorkerProcess]:
-    """One `python worker.py` for the run's database and Redis; its logs in a temp file."""
-    with tempfile.TemporaryFile(mode="a+") as log:
-        process = subprocess.Popen(  # noqa: S603 (our own executable)
-            [str(BIN / "python"), "worker.py"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-        try:
-            yield WorkerProcess(process, log)
-        finally:
-            stop(process)
 
 
 def create_and_await(
@@ -394,7 +350,7 @@ def measure_stats(base_url: str, keys: dict[str, str], repeats: int) -> list[dic
                     latencies, answer = time_get(session, url, api_key, repeats)
                     case[size] = {
                         "window_rows": window_rows(endpoint, answer),
-                        "p50_ms": round(percentile(latencies, 0.5) * 1000, 2),
+                        "p50_ms": percentile_ms(latencies, 0.5),
                         "max_ms": round(max(latencies) * 1000, 2),
                     }
                 case["ratio_p50"] = round(case["large"]["p50_ms"] / case["small"]["p50_ms"], 2)
@@ -418,14 +374,11 @@ def explain_statements(env: dict[str, str], account_id: str) -> list[dict]:
         }
         for endpoint, service in services.items():
             for days in STATS_DAYS:
-                statements = statements_of(db.engine, partial(service, days), ("transactions",))
-                db.session.rollback()
-                for number, (statement, parameters) in enumerate(statements, 1):
-                    summary = plan_summary(
-                        explain_analyze(db.session.connection(), statement, parameters)
-                    )
+                explained = explained_statements(
+                    db.engine, db.session, partial(service, days), ("transactions",)
+                )
+                for number, (statement, summary) in enumerate(explained, 1):
                     uses_listing = any(LISTING_INDEX in scan for scan in summary["scans"])
-                    db.session.rollback()
                     plans.append(
                         {
                             "endpoint": endpoint,
@@ -456,11 +409,9 @@ def statement_label(statement: str) -> str:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Payment finalisation latency (gunicorn + one RQ worker + PostgreSQL + "
-        "Redis), and /v1/payments/stats and /metrics over many rows next to few.",
-        epilog=f"Environment: BENCH_DATABASE_ADMIN_URL (default {DEFAULT_ADMIN_URL}), "
-        f"BENCH_REDIS_URL (default {DEFAULT_REDIS_URL}).",
+    parser = argument_parser(
+        "Payment finalisation latency (gunicorn + one RQ worker + PostgreSQL + Redis), and "
+        "/v1/payments/stats and /metrics over many rows next to few."
     )
     parser.add_argument(
         "--payments", type=at_least(1), default=100, help="counted payments (default 100)"
@@ -478,12 +429,7 @@ def parse_args() -> argparse.Namespace:
         default=1,
         help="payments in flight in the counted phase (default 1: one at a time)",
     )
-    parser.add_argument(
-        "--workers", type=at_least(1), default=2, help="gunicorn workers (default 2)"
-    )
-    parser.add_argument(
-        "--threads", type=at_least(1), default=4, help="threads per worker (default 4)"
-    )
+    add_gunicorn_options(parser)
     parser.add_argument(
         "--stats-rows",
         type=at_least(1),
@@ -506,14 +452,11 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def configuration(args: argparse.Namespace, database_url: str, redis_url: str) -> dict:
+def configuration(args: argparse.Namespace, setup: Setup) -> dict:
     return {
-        "commit": git_commit(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_average_before": round(os.getloadavg()[0], 2),
-        "gunicorn": f"{args.workers} workers x {args.threads} threads (gthread)",
-        "worker": "1 process: python worker.py",
+        **machine_facts(),
+        "gunicorn": gunicorn_description(args),
+        "worker": WORKER_PROCESS,
         "payments": args.payments,
         "warmup": args.warmup,
         "concurrency": args.concurrency,
@@ -522,8 +465,7 @@ def configuration(args: argparse.Namespace, database_url: str, redis_url: str) -
         "stats_rows": args.stats_rows,
         "small_rows": args.small_rows,
         "stats_repeats": args.stats_repeats,
-        "database": redacted(database_url),
-        "redis": redacted(redis_url),
+        **setup.facts(),
     }
 
 
@@ -534,9 +476,9 @@ def format_ms(figures: dict) -> str:
 def report(config: dict, results: dict) -> str:
     final, jobs = results["finalisation"], results["jobs"]
     lines = [
-        "Acme Pay benchmark: payment finalisation, and payment stats over many rows",
-        *(f"  {key:<20} {value}" for key, value in config.items()),
-        "",
+        *heading(
+            "Acme Pay benchmark: payment finalisation, and payment stats over many rows", config
+        ),
         f"Finalisation: POST /v1/payments, then GET every {config['poll_ms']} ms until "
         f"{FINALISED} (concurrency {config['concurrency']})",
         f"{'':<11}{'count':>6}{'errors':>7}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}"
@@ -610,32 +552,24 @@ def report(config: dict, results: dict) -> str:
 
 def describe_errors(samples: list[PaymentSample]) -> str:
     errors = [f"{s.payment_id}: {s.error}" for s in samples if s.error]
-    shown = "\n".join(f"  {error}" for error in errors[:SHOWN_ERRORS])
-    return (
-        f"finalisation: {len(errors)} of {len(samples)} payments failed; first "
-        f"{min(len(errors), SHOWN_ERRORS)}:\n{shown}"
-    )
+    return errors_summary("finalisation", errors, len(samples), "payments")
 
 
 def benchmark(args: argparse.Namespace) -> None:
-    redis_url = redis_url_from_env()
     results: dict = {}
     with ExitStack() as stack:
-        stack.enter_context(flushed_redis(redis_url))
-        database_url = stack.enter_context(throwaway_database(admin_url_from_env()))
-        config = configuration(args, database_url, redis_url)
-        port = free_port()
-        env = app_environment(database_url, redis_url, port)
-        flask_cli(env, "db", "upgrade")
+        setup = stack.enter_context(migrated_setup(app_environment))
+        config = configuration(args, setup)
+        database_url, env = setup.database_url, setup.env
         _, payments_key = create_test_account(env)
         large_account, large_key = create_test_account(env)
         small_account, small_key = create_test_account(env)
-        base_url = stack.enter_context(gunicorn(env, port, args.workers, args.threads))
+        base_url = stack.enter_context(gunicorn(env, args.workers, args.threads))
 
         with rq_worker(env) as worker:
             samples = measure_finalisation(base_url, payments_key, worker, args)
             counted_since = min(sample.started_at for sample in samples)
-            jobs = job_times(redis_url, counted_since)
+            jobs = job_times(setup.redis_url, counted_since)
         results["finalisation"] = finalisation_figures(samples)
         results["jobs"] = job_figures(samples, jobs)
 

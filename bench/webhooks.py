@@ -38,12 +38,10 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import secrets
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -59,34 +57,31 @@ import requests
 import sqlalchemy as sa
 from common import (
     BIN,
-    DEFAULT_ADMIN_URL,
-    DEFAULT_REDIS_URL,
     REPO_ROOT,
+    REQUEST_TIMEOUT_SECONDS,
+    STARTUP_TIMEOUT_SECONDS,
     STOP_TIMEOUT_SECONDS,
     BenchmarkError,
-    admin_url_from_env,
+    Setup,
+    argument_parser,
     at_least,
     base_environment,
     create_test_account,
-    flask_cli,
-    flushed_redis,
     free_port,
-    git_commit,
-    redacted,
-    redis_url_from_env,
+    heading,
+    logged_process,
+    machine_facts,
+    migrated_setup,
     run,
-    stop,
-    throwaway_database,
+    tail,
 )
 
 EVENT_TYPE = "charge.created"
 EVENT_BATCH = 100
 RECEIVER_PATH = "/hooks"
 POLL_SECONDS = 0.02
-STARTUP_TIMEOUT_SECONDS = 30
 STALL_TIMEOUT_SECONDS = 60
-REQUEST_TIMEOUT_SECONDS = 30
-LOG_TAIL = 3000
+WORKER_PROCESS = "1 process: python worker.py"
 COUNTS_SQL = """
     SELECT count(*),
            count(*) FILTER (WHERE status = 'DELIVERED'),
@@ -136,6 +131,28 @@ class Measurement:
     @property
     def ratio(self) -> float:
         return self.worker.per_second / self.baseline.per_second
+
+
+@dataclass
+class WorkerProcess:
+    """A running `python worker.py` (`rq_worker`) and its log."""
+
+    process: subprocess.Popen
+    log: IO[str]
+
+    def check(self) -> None:
+        """Fail the run at once if the worker has exited: nothing would be worked off."""
+        if self.process.poll() is not None:
+            raise BenchmarkError(
+                f"The worker exited ({self.process.returncode}):\n{tail(self.log)}"
+            )
+
+
+@contextmanager
+def rq_worker(env: dict[str, str]) -> Iterator[WorkerProcess]:
+    """One `python worker.py` for the run's database and Redis; its logs in a temp file."""
+    with logged_process([str(BIN / "python"), "worker.py"], env) as (process, log):
+        yield WorkerProcess(process, log)
 
 
 class CountingServer(ThreadingHTTPServer):
@@ -327,30 +344,15 @@ def run_worker(
 ) -> tuple[float, float]:
     """One `python worker.py` until all deliveries are DELIVERED; returns the seconds until the
     first `warmup` were (start-up included) and the seconds for the next `total`."""
-    with (
-        tempfile.TemporaryFile(mode="a+") as log,
-        psycopg.connect(database_url, autocommit=True) as conn,
-    ):
+    with psycopg.connect(database_url, autocommit=True) as conn:
         started = time.perf_counter()
-        worker = subprocess.Popen(  # noqa: S603 (our own executable)
-            [str(BIN / "python"), "worker.py"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-        try:
-            ready = wait_for_delivered(conn, warmup, worker, log)
-            done = wait_for_delivered(conn, warmup + total, worker, log)
-        finally:
-            stop(worker)
+        with rq_worker(env) as worker:
+            ready = wait_for_delivered(conn, warmup, worker)
+            done = wait_for_delivered(conn, warmup + total, worker)
     return ready - started, done - ready
 
 
-def wait_for_delivered(
-    conn: psycopg.Connection, target: int, worker: subprocess.Popen, log: IO[str]
-) -> float:
+def wait_for_delivered(conn: psycopg.Connection, target: int, worker: WorkerProcess) -> float:
     """Poll until `target` deliveries are DELIVERED; the `perf_counter` time it was seen. Fails
     at once on an attempt that got no 2xx, a worker that exits, or no progress for a minute."""
     progress_at, last = time.perf_counter(), -1
@@ -363,20 +365,15 @@ def wait_for_delivered(
             raise BenchmarkError(
                 f"{counts.failed_attempts} delivery attempts failed, e.g.: {counts.an_error}"
             )
-        if worker.poll() is not None:
-            raise BenchmarkError(f"The worker exited ({worker.returncode}):\n{tail(log)}")
+        worker.check()
         if counts.delivered != last:
             progress_at, last = now, counts.delivered
         elif now - progress_at > STALL_TIMEOUT_SECONDS:
             raise BenchmarkError(
-                f"No delivery for {STALL_TIMEOUT_SECONDS} s ({last} of {target}):\n{tail(log)}"
+                f"No delivery for {STALL_TIMEOUT_SECONDS} s ({last} of {target}):\n"
+                f"{tail(worker.log)}"
             )
         time.sleep(POLL_SECONDS)
-
-
-def tail(log: IO[str]) -> str:
-    log.seek(0)
-    return log.read()[-LOG_TAIL:]
 
 
 def worker_problems(counts: DeliveryCounts, stats: dict[str, int], expected: int) -> list[str]:
@@ -457,11 +454,9 @@ def measure(
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Webhook deliveries per second by one RQ worker process (PostgreSQL, "
-        "Redis) next to a plain loop of POSTs to the same local receiver.",
-        epilog=f"Environment: BENCH_DATABASE_ADMIN_URL (default {DEFAULT_ADMIN_URL}), "
-        f"BENCH_REDIS_URL (default {DEFAULT_REDIS_URL}).",
+    parser = argument_parser(
+        "Webhook deliveries per second by one RQ worker process (PostgreSQL, Redis) next to a "
+        "plain loop of POSTs to the same local receiver."
     )
     parser.add_argument(
         "--deliveries", type=at_least(1), default=500, help="counted deliveries (default 500)"
@@ -477,31 +472,23 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def configuration(
-    args: argparse.Namespace, database_url: str, redis_url: str, receiver_url: str, body: bytes
-) -> dict:
+def configuration(args: argparse.Namespace, setup: Setup, receiver_url: str, body: bytes) -> dict:
     return {
-        "commit": git_commit(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_average_before": round(os.getloadavg()[0], 2),
+        **machine_facts(),
         "deliveries": args.deliveries,
         "warmup": args.warmup,
         "event": EVENT_TYPE,
         "body_bytes": len(body),
-        "worker": "1 process: python worker.py",
+        "worker": WORKER_PROCESS,
         "receiver": receiver_url,
-        "database": redacted(database_url),
-        "redis": redacted(redis_url),
+        **setup.facts(),
     }
 
 
 def report(config: dict, measurement: Measurement) -> str:
     m = measurement
     lines = [
-        "Acme Pay benchmark: webhook deliveries by one worker process",
-        *(f"  {key:<20} {value}" for key, value in config.items()),
-        "",
+        *heading("Acme Pay benchmark: webhook deliveries by one worker process", config),
         f"{'phase':<10}{'count':>7}{'seconds':>9}{'per second':>12}",
     ]
     for result in (m.worker, m.baseline):
@@ -535,19 +522,15 @@ def as_json(config: dict, measurement: Measurement) -> str:
 
 
 def benchmark(args: argparse.Namespace) -> None:
-    redis_url = redis_url_from_env()
     with ExitStack() as stack:
-        stack.enter_context(flushed_redis(redis_url))
-        database_url = stack.enter_context(throwaway_database(admin_url_from_env()))
-        env = base_environment(database_url, redis_url)
-        flask_cli(env, "db", "upgrade")
-        account_id, _ = create_test_account(env)
+        setup = stack.enter_context(migrated_setup(base_environment))
+        account_id, _ = create_test_account(setup.env)
         receiver_base = stack.enter_context(receiver(free_port()))
         receiver_url = receiver_base + RECEIVER_PATH
-        with app_context(env):
+        with app_context(setup.env):
             body, headers = seed_deliveries(account_id, receiver_url, args.warmup + args.deliveries)
-        config = configuration(args, database_url, redis_url, receiver_url, body)
-        measurement = measure(env, database_url, receiver_base, (body, headers), args)
+        config = configuration(args, setup, receiver_url, body)
+        measurement = measure(setup.env, setup.database_url, receiver_base, (body, headers), args)
     print(report(config, measurement))
     if args.json:
         print(as_json(config, measurement))
