@@ -1,5 +1,6 @@
 """Jobs run by a real RQ worker, and the periodic schedule `rq cron` loads."""
 
+import time
 from datetime import timedelta
 
 import sqlalchemy as sa
@@ -11,6 +12,19 @@ from app.jobs import maintenance
 from app.models import RevokedToken
 from app.models.base import utcnow
 from tests.support.http import bearer, login
+from worker import AppWorker
+
+ITEMS_SWEPT = []
+
+
+def sweep_that_outlives_its_limit() -> None:
+    """A sweep that logs a failed item and goes on, as the app's sweeps do."""
+    for item in range(4):
+        try:
+            time.sleep(0.8)
+            ITEMS_SWEPT.append(item)
+        except Exception:  # noqa: S112 (the sweeps do this: one item is not the job)
+            continue
 
 
 def test_logout_records_are_pruned_by_a_worker_after_expiry(app, client, owner, redis):
@@ -45,3 +59,17 @@ def test_cron_schedule_declares_the_periodic_jobs(redis):
         ("app.jobs.refunds.poll_refunds", "periodic", 30),
         ("app.jobs.disputes.sweep_dispute_notices", "periodic", 60),
     }
+
+
+def test_a_job_that_swallows_exceptions_still_stops_at_its_time_limit(app, redis):
+    """Without a forked horse to kill, the time limit is an exception: `except Exception` in
+    a sweep must not catch it, or the job would run on past its limit."""
+    ITEMS_SWEPT.clear()
+    with app.app_context():
+        queue = get_queue("periodic")
+        job = queue.enqueue(sweep_that_outlives_its_limit, job_timeout=1)
+        AppWorker([queue], connection=redis).work(burst=True)
+        job.refresh()
+        assert job.get_status() == "failed"
+        assert "time limit" in job.latest_result().exc_string
+    assert ITEMS_SWEPT == [0]
