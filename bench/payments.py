@@ -11,15 +11,15 @@ What it does, in one run on this machine:
    the operator CLI: one for the finalisation phase, a large and a small one for the stats.
 2. Starts the app under gunicorn (gthread workers, bench/charges.py's `gunicorn`, with the
    account velocity limit raised so the guard never refuses) and ONE `python worker.py` (the
-   production entry point: RQ, a forked work horse per job).
+   production entry point: RQ, each job in the worker process).
 3. `finalisation`: `POST /v1/payments` (`{"amount": 4990, "paymentMethods": ["PIX",
    "BOLETO"], "idempotencyKey": …}`), then `GET /v1/payments/<id>` every 20 ms until it shows
    WAITING_PAYMENT: the create request enqueues `finalise_payment` after its commit and the
    worker asks the (sandbox) provider for the Pix and boleto instructions. One payment at a
    time by default (`--concurrency` for more), after uncounted warm-up payments (the first
    of which also waits for the worker to start). Then reads RQ's own records of the jobs
-   (enqueued, started, ended) to split each finalisation into queue wait (dequeue, the fork
-   of the work horse, other jobs ahead) and the job itself, and counts the relay jobs the
+   (enqueued, started, ended) to split each finalisation into queue wait (dequeue, RQ's
+   bookkeeping, other jobs ahead) and the job itself, and counts the relay jobs the
    finalise commits enqueue to the same queue. The worker is stopped after this phase.
 4. `stats`: seeds `--stats-rows` transactions for the large account and `--small-rows` for
    the small one, each with one `INSERT … SELECT generate_series` (created over the last 400
@@ -292,7 +292,7 @@ def job_figures(samples: list[PaymentSample], jobs: list[JobTimes]) -> dict:
     timestamps. One worker runs one job at a time, so a job waits behind every job that
     started before it and ended after it was enqueued; what is left of the wait, from the
     later of its enqueue and the previous job's end to its start, is the worker's overhead
-    (reaping the last work horse, dequeueing, forking the next)."""
+    (dequeueing and RQ's bookkeeping)."""
     to_enqueued, waits, behind, overhead, runs, to_seen, ahead, relay_ahead = ([] for _ in range(8))
     samples_by_id = {sample.payment_id: sample for sample in samples}
     free_at = -math.inf  # when the worker's previous job ended
@@ -506,7 +506,7 @@ def report(config: dict, results: dict) -> str:
         lines.append(f"{label:<31}{jobs[key]['count']:>6}{format_ms(jobs[key])}")
     lines += [
         "  (behind other jobs: until the job the worker was running ended; worker overhead: "
-        "from then, or from the enqueue, to the start: reap, dequeue, fork of a work horse)",
+        "from then, or from the enqueue, to the start: dequeue and RQ's bookkeeping)",
         f"jobs run while a finalise job waited: p50 {jobs['jobs_ahead_p50']}, max "
         f"{jobs['jobs_ahead_max']}; a relay job among them for "
         f"{jobs['relay_ahead_share']:.0%} of the payments",

@@ -18,8 +18,8 @@ What it does, in one run on this machine:
    job per delivery, enqueued by the relay's after-commit hook. The event commits also enqueue
    relay jobs; those are dropped before relaying, so the default queue holds exactly the
    deliver jobs and the worker measures nothing else.
-4. `worker`: starts ONE `python worker.py` (the production entry point: RQ, a forked work
-   horse per job that claims, signs and POSTs, and records). The clock starts when the
+4. `worker`: starts ONE `python worker.py` (the production entry point: RQ, each job in
+   the worker process: claim, sign, POST, record). The clock starts when the
    warm-up deliveries are DELIVERED (start-up, imports, connections) and stops when all are;
    the database is polled every 20 ms. Then checks that every delivery took one attempt and
    that the receiver got exactly one POST per delivery.
