@@ -15,6 +15,7 @@ from app.embedded_redis import EmbeddedRedis
 from app.extensions import csrf, db, get_redis
 from tests.support import factories, probe
 from tests.support.http import bearer, login
+from tests.support.receiver import receiving
 
 
 @pytest.fixture(scope="session")
@@ -103,3 +104,10 @@ def owner(app):
 @pytest.fixture
 def owner_headers(client, owner):
     return bearer(login(client, owner))
+
+
+@pytest.fixture
+def receiver():
+    """A local webhook receiver that records what it is sent; stopped after the test."""
+    with receiving() as server:
+        yield server

@@ -21,8 +21,10 @@ that a periodic sweep retries until the mail is sent.
 import re
 import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 import sqlalchemy as sa
 from flask import current_app
@@ -544,10 +546,8 @@ def complete_upload(
         raise NotFound("No such evidence.")
     if evidence.uploaded_at is not None:
         return evidence
-    try:
-        stored = evidence_storage().stored_size(evidence.storage_key)
-    except StorageUnavailable as error:
-        raise ServiceUnavailable("The document storage is unavailable; retry later.") from error
+    storage = evidence_storage()
+    stored = _read_storage(storage.stored_size, evidence.storage_key)
     if stored is None:
         expired = utcnow() >= evidence.upload_expires_at
         raise Conflict(
@@ -561,7 +561,9 @@ def complete_upload(
             f"The stored file is {stored} bytes, not the declared {evidence.file_size}.",
             code="EVIDENCE_SIZE_MISMATCH",
         )
-    if not content_matches_type(_stored_head(evidence.storage_key), evidence.mime_type):
+    # A store written to directly (S3) never saw the bytes: read the file's start back.
+    head = _read_storage(storage.stored_head, evidence.storage_key) or b""
+    if not content_matches_type(head, evidence.mime_type):
         raise Conflict(
             f"The stored file is not {evidence.mime_type}, as declared.",
             code="EVIDENCE_TYPE_MISMATCH",
@@ -571,10 +573,13 @@ def complete_upload(
     return evidence
 
 
-def _stored_head(storage_key: str) -> bytes:
-    """The stored file's first bytes: a store written to directly (S3) never saw them."""
+T = TypeVar("T")
+
+
+def _read_storage(read: Callable[[str], T], key: str) -> T:
+    """`read(key)` from the evidence storage; its outage is the API's 503."""
     try:
-        return evidence_storage().stored_head(storage_key) or b""
+        return read(key)
     except StorageUnavailable as error:
         raise ServiceUnavailable("The document storage is unavailable; retry later.") from error
 

@@ -42,7 +42,6 @@ from tests.support import charges, factories
 from tests.support.http import assert_error, count_rows
 from tests.support.payments import create, created, finalised, get, paid, pay, payment_body
 from tests.support.payouts import run_jobs
-from tests.support.receiver import start_receiver
 
 SAO_PAULO = ZoneInfo("America/Sao_Paulo")
 BASE_KEYS = {"id", "status", "amount", "currency", "paymentMethods", "metadata", "createdAt"}
@@ -84,13 +83,6 @@ def api_key(app, account_id):
 @pytest.fixture
 def other_key(app):
     return factories.make_api_key(app, factories.make_account(app, "Outra Loja"))
-
-
-@pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.stop()
 
 
 def _method(app, redis, client, api_key, method, **overrides) -> dict:

@@ -21,7 +21,7 @@ from app.services import webhooks
 from tests.support import factories
 from tests.support.charges import created, get, pay
 from tests.support.http import assert_error
-from tests.support.receiver import start_receiver
+from tests.support.rows import update_row
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -34,13 +34,6 @@ def account_id(app):
 @pytest.fixture
 def api_key(app, account_id):
     return factories.make_api_key(app, account_id)
-
-
-@pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.server.shutdown()
 
 
 def _register(client, api_key, url, events=("charge.created", "payment.created")):
@@ -66,13 +59,7 @@ def _deliveries(app, **filters) -> list[WebhookDelivery]:
 
 
 def _make_due(app, delivery_id) -> None:
-    with app.app_context():
-        db.session.execute(
-            sa.update(WebhookDelivery)
-            .where(WebhookDelivery.id == delivery_id)
-            .values(next_retry_at=utcnow() - timedelta(seconds=1))
-        )
-        db.session.commit()
+    update_row(app, WebhookDelivery, delivery_id, next_retry_at=utcnow() - timedelta(seconds=1))
 
 
 def _deliver(app, delivery_id) -> str | None:

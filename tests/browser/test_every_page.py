@@ -31,7 +31,6 @@ from tests.browser.pages import VIEWPORT, BrowserLog, endpoint_at, page_problems
 from tests.support import charges, factories, payments, payouts
 from tests.support import disputes as d
 from tests.support.http import bearer, login
-from tests.support.receiver import start_receiver
 from tests.support.refunds import fund, merchant
 
 if TYPE_CHECKING:
@@ -184,13 +183,6 @@ VISITS: dict[str, Visit] = {
     "api-docs.openapi_swagger_ui": Visit(API_REFERENCE),
     "docs_assets.swagger_asset": Visit(API_REFERENCE, Kind.FETCHED),  # Swagger UI's files
 }
-
-
-@pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -8,20 +8,10 @@ import hmac
 import json
 import re
 
-import pytest
-
 from app.models import Role
 from tests.browser.conftest import expect, sign_in
 from tests.support import charges, factories
 from tests.support.payouts import run_jobs
-from tests.support.receiver import start_receiver
-
-
-@pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.stop()
 
 
 def _signed_with(secret: str, received) -> bool:

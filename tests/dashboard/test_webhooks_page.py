@@ -24,7 +24,6 @@ from tests.support import factories
 from tests.support.charges import created
 from tests.support.dashboard import post_form, sign_in
 from tests.support.http import count_rows
-from tests.support.receiver import start_receiver
 
 PAGE = "/dashboard/webhooks"
 LOG = "/dashboard/webhooks/deliveries"
@@ -53,13 +52,6 @@ UTC_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 @pytest.fixture
 def api_key(app, owner):
     return factories.make_api_key(app, owner.account_id)
-
-
-@pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.server.shutdown()
 
 
 def _text(response) -> str:

@@ -16,16 +16,8 @@ from app.services import mail
 from tests.support import disputes as d
 from tests.support import factories
 from tests.support.payouts import run_jobs
-from tests.support.receiver import start_receiver
 
 DISPUTE_EVENTS = ["med_case.created", "med_case.updated", "med.resolved"]
-
-
-@pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

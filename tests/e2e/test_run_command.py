@@ -14,7 +14,7 @@ from rq import Queue
 from rq.cron import CronScheduler
 
 from tests.support.processes import answers_ok, free_port, wait_for, wait_or_kill
-from tests.support.receiver import start_receiver
+from tests.support.receiver import receiving
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -159,32 +159,31 @@ def _charge_is_created_checked_out_and_paid(base: str, test_key: str) -> None:
     """The demo test key creates a Pix charge; its checkout page, QR and payment all work,
     and the worker process delivers the signed webhooks to a receiver."""
     headers = {"apikey": test_key}
-    receiver = start_receiver()
-    endpoint = requests.post(
-        f"{base}/v1/webhooks/endpoints",
-        json={"url": receiver.url, "events": ["charge.created", "charge.paid"]},
-        headers=headers,
-        timeout=10,
-    ).json()
-    assert endpoint["status"] == "ACTIVE", endpoint
-    charge = requests.post(
-        f"{base}/v1/charges",
-        json={"amount": 2590, "payment_method": "pix", "description": "E2E"},
-        headers={**headers, "Idempotency-Key": "e2e-charge-0001"},
-        timeout=10,
-    ).json()
-    assert charge["status"] == "pending", charge
-    assert charge["checkout_url"].startswith(base)
-    page = requests.get(charge["checkout_url"], timeout=10)
-    assert page.status_code == 200 and "R$ 25,90" in page.text
-    assert requests.get(charge["pix"]["qr_code_url"], timeout=10).status_code == 200
-    paid = requests.post(
-        f"{base}/v1/sandbox/charges/{charge['id']}/pay", json={}, headers=headers, timeout=10
-    ).json()
-    assert paid["status"] == "paid"
-    status = requests.get(f"{charge['checkout_url']}/status", timeout=10).json()
-    assert status["status"] == "paid"
-    wait_for(lambda: len(receiver.received) >= 2, 30, "the worker to deliver the webhooks")
-    types = sorted(r.headers["X-Acme-Event-Type"] for r in receiver.received)
-    assert types == ["charge.created", "charge.paid"]
-    receiver.stop()
+    with receiving() as receiver:
+        endpoint = requests.post(
+            f"{base}/v1/webhooks/endpoints",
+            json={"url": receiver.url, "events": ["charge.created", "charge.paid"]},
+            headers=headers,
+            timeout=10,
+        ).json()
+        assert endpoint["status"] == "ACTIVE", endpoint
+        charge = requests.post(
+            f"{base}/v1/charges",
+            json={"amount": 2590, "payment_method": "pix", "description": "E2E"},
+            headers={**headers, "Idempotency-Key": "e2e-charge-0001"},
+            timeout=10,
+        ).json()
+        assert charge["status"] == "pending", charge
+        assert charge["checkout_url"].startswith(base)
+        page = requests.get(charge["checkout_url"], timeout=10)
+        assert page.status_code == 200 and "R$ 25,90" in page.text
+        assert requests.get(charge["pix"]["qr_code_url"], timeout=10).status_code == 200
+        paid = requests.post(
+            f"{base}/v1/sandbox/charges/{charge['id']}/pay", json={}, headers=headers, timeout=10
+        ).json()
+        assert paid["status"] == "paid"
+        status = requests.get(f"{charge['checkout_url']}/status", timeout=10).json()
+        assert status["status"] == "paid"
+        wait_for(lambda: len(receiver.received) >= 2, 30, "the worker to deliver the webhooks")
+        types = sorted(r.headers["X-Acme-Event-Type"] for r in receiver.received)
+        assert types == ["charge.created", "charge.paid"]

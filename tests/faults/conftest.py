@@ -6,7 +6,6 @@ import pytest
 from app.extensions import redis_client
 from tests.faults.processes import RedisServer, start_worker
 from tests.support.processes import kill_group
-from tests.support.receiver import start_receiver
 
 
 @pytest.fixture
@@ -45,10 +44,3 @@ def workers(database_url, redis_server, tmp_path):
     yield Workers()
     for process in started:
         kill_group(process)
-
-
-@pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.stop()

@@ -19,6 +19,7 @@ from app.services import ledger
 from app.services.payouts import STUCK_AFTER
 from tests.support import charges, payouts
 from tests.support.processes import kill_group, wait_for
+from tests.support.rows import update_row
 
 pytestmark = pytest.mark.slow
 RECEIVER_STALLS_SECONDS = 20
@@ -115,24 +116,14 @@ def _deliveries(app) -> list[WebhookDelivery]:
 
 def _lease_runs_out(app, delivery_id: str) -> None:
     """The dead sender's lease (twice the timeout, and a margin) is over: move it to now."""
-    with app.app_context():
-        db.session.execute(
-            sa.update(WebhookDelivery)
-            .where(WebhookDelivery.id == delivery_id)
-            .values(lease_expires_at=utcnow() - timedelta(seconds=1))
-        )
-        db.session.commit()
+    update_row(app, WebhookDelivery, delivery_id, lease_expires_at=utcnow() - timedelta(seconds=1))
 
 
 def _sender_silent_for_long(app, withdrawal_id: str) -> None:
     """STUCK_AFTER has passed since the dead sender last touched the payout."""
-    with app.app_context():
-        db.session.execute(
-            sa.update(Withdrawal)
-            .where(Withdrawal.id == withdrawal_id)
-            .values(updated_at=utcnow() - STUCK_AFTER - timedelta(seconds=1))
-        )
-        db.session.commit()
+    update_row(
+        app, Withdrawal, withdrawal_id, updated_at=utcnow() - STUCK_AFTER - timedelta(seconds=1)
+    )
 
 
 def _withdrawal(app, withdrawal_id: str) -> Withdrawal:

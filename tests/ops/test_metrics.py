@@ -17,7 +17,6 @@ from tests.ops.scraping import sample, scrape
 from tests.support import factories
 from tests.support.charges import created
 from tests.support.http import assert_error
-from tests.support.receiver import start_receiver
 from worker import AppWorker
 
 CHARGE_ROUTE = "/v1/charges/<charge_id>"
@@ -30,13 +29,6 @@ def failing_job() -> None:
 @pytest.fixture
 def api_key(app):
     return factories.make_api_key(app, factories.make_account(app))
-
-
-@pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.stop()
 
 
 def _run_app_worker(app, redis: Redis, *queue_names: str) -> None:

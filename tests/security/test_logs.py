@@ -17,7 +17,6 @@ from app.models import Role, WebhookDelivery
 from tests.support import charges, factories
 from tests.support import disputes as d
 from tests.support.http import bearer, login
-from tests.support.receiver import start_receiver
 from tests.support.refunds import Merchant, merchant, release
 
 CPF_DIGITS = "52998224725"
@@ -39,13 +38,6 @@ def log_output():
     yield stream
     root.removeHandler(handler)
     root.setLevel(previous_level)
-
-
-@pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.stop()
 
 
 def _signature(url: str) -> str:

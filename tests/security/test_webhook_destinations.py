@@ -24,7 +24,7 @@ from app.services import webhooks
 from tests.support import factories
 from tests.support.charges import created
 from tests.support.http import assert_error
-from tests.support.receiver import start_receiver
+from tests.support.receiver import receiving
 
 HOST = "hooks.merchant.example"  # never resolvable for real: only the fake resolver knows it
 PUBLIC_ADDRESS = "93.184.216.34"
@@ -66,18 +66,10 @@ class ConnectionCounter:
 
 
 @pytest.fixture
-def receiver():
-    server = start_receiver()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def other_receiver():
     """A second receiver, which no request should reach."""
-    server = start_receiver()
-    yield server
-    server.stop()
+    with receiving() as server:
+        yield server
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from app.extensions import db
 from app.models import DisputeCase, DisputeEvidence, Event
 from tests.support import charges
 from tests.support.refunds import Merchant, release
+from tests.support.rows import update_row
 
 AMOUNT = 12345
 
@@ -87,17 +88,11 @@ def case_row(app, case_id: str) -> DisputeCase:
 
 
 def update_case(app, case_id: str, **values) -> None:
-    with app.app_context():
-        db.session.execute(sa.update(DisputeCase).where(DisputeCase.id == case_id).values(**values))
-        db.session.commit()
+    update_row(app, DisputeCase, case_id, **values)
 
 
 def update_evidence(app, evidence_id: str, **values) -> None:
-    with app.app_context():
-        db.session.execute(
-            sa.update(DisputeEvidence).where(DisputeEvidence.id == evidence_id).values(**values)
-        )
-        db.session.commit()
+    update_row(app, DisputeEvidence, evidence_id, **values)
 
 
 def past(**delta) -> datetime:

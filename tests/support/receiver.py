@@ -1,7 +1,9 @@
 """A real HTTP server on localhost that records what webhooks deliver to it."""
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -63,3 +65,13 @@ def start_receiver() -> Receiver:
     receiver = Receiver(server=server)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return receiver
+
+
+@contextlib.contextmanager
+def receiving() -> Iterator[Receiver]:
+    """A receiver for the duration of the block, stopped even when the block fails."""
+    receiver = start_receiver()
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
