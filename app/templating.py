@@ -1,5 +1,5 @@
-"""Jinja filters and globals for every page: São Paulo time with the zone named, and money
-in Brazilian notation from integer minor units."""
+"""Jinja filters and globals for every page: São Paulo time with the zone named, a boleto's
+due date as a day, and money in Brazilian notation from integer minor units."""
 
 import re
 from datetime import datetime
@@ -9,6 +9,7 @@ from flask import Flask
 from markupsafe import Markup
 
 from app.errors import current_request_id
+from app.methods import boleto
 
 DISPLAY_TIMEZONE = ZoneInfo("America/Sao_Paulo")
 ZONE_NAMED = "(America/Sao_Paulo)"
@@ -54,6 +55,7 @@ def breakable_url(url: str) -> Markup:
 
 def register_templating(app: Flask) -> None:
     app.add_template_filter(local_time_element, "local_datetime")
+    app.add_template_filter(boleto.formatted_due_date, "boleto_due_date")
     app.add_template_filter(money)
     app.add_template_filter(breakable_url)
 

@@ -12,11 +12,18 @@ summed digit by digit), the fourth is the general check digit and the fifth fact
 The due factor counts days from 1997-10-07. Four digits ran out on 2025-02-21 (9999), so
 FEBRABAN restarts it at 1000 on 2025-02-22 and it cycles through 1000..9999 from then on, so a
 factor alone no longer names one date. Dates before 2000-07-03 (factor 1000) cannot be expressed.
+
+A boleto has one due date, a calendar day in São Paulo. The barcode carries its factor, and
+`boletoExpiresAt` is the instant that day ends there (`end_of_due_date`). Pages and the slip
+show the day read back from that instant (`due_date`): the midnight itself, shown as a local
+time, would name the next day.
 """
 
 import hashlib
 import re
-from datetime import date
+from datetime import UTC, date, datetime, time, timedelta
+
+from app.services.business_days import SAO_PAULO
 
 BASE_DATE = date(1997, 10, 7)
 MIN_FACTOR = 1000
@@ -57,6 +64,30 @@ def due_factor(due: date) -> int:
     if days < MIN_FACTOR:
         raise ValueError(f"due date {due} is before {BASE_DATE} + 1000 days: no due factor")
     return (days - MIN_FACTOR) % FACTOR_CYCLE + MIN_FACTOR
+
+
+def end_of_due_date(due: date) -> datetime:
+    """`boletoExpiresAt` of a boleto due on `due`: the next midnight in São Paulo, in UTC.
+
+    A boleto can be paid at any time of its due date, so the first late instant is the end of
+    that day where the date is defined, whatever time zone the payer or a server is in.
+    """
+    return datetime.combine(due + timedelta(days=1), time.min, tzinfo=SAO_PAULO).astimezone(UTC)
+
+
+def due_date(expires_at: datetime) -> date:
+    """The São Paulo date whose end is `expires_at` (the inverse of `end_of_due_date`).
+
+    The date of the last payable moment, just before `expires_at`: an expiry at midnight names
+    the day that midnight closes, not the one it opens (taken in UTC, so that it also holds on
+    the days summer time skipped midnight).
+    """
+    return (expires_at - timedelta(microseconds=1)).astimezone(SAO_PAULO).date()
+
+
+def formatted_due_date(expires_at: datetime) -> str:
+    """The due date as payers read it on a boleto, `dd/mm/aaaa`: a day, with no time of day."""
+    return due_date(expires_at).strftime("%d/%m/%Y")
 
 
 def barcode(

@@ -20,6 +20,17 @@ def strip_formatting(document: str) -> str:
     return _FORMATTING.sub("", document)
 
 
+def formatted(document: str) -> str:
+    """`52998224725` → `529.982.247-25`, `12ABC34501DE35` → `12.ABC.345/01DE-35`: a valid
+    unformatted CPF or CNPJ as it is printed; any other id comes back as it is."""
+    kind = tax_id_kind(document)
+    if kind == "CPF":
+        return f"{document[:3]}.{document[3:6]}.{document[6:9]}-{document[9:]}"
+    if kind == "CNPJ":
+        return f"{document[:2]}.{document[2:5]}.{document[5:8]}/{document[8:12]}-{document[12:]}"
+    return document
+
+
 def is_valid_cpf(document: str) -> bool:
     if not CPF_PATTERN.fullmatch(document) or len(set(document)) == 1:
         return False

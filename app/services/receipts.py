@@ -4,6 +4,7 @@ boleto slip a payer prints. Built with `app.pdf`, from the same records the API 
 A receipt exists only for money that was received (`paid_at` set): a PAID or APPROVED
 transaction, and one later refunded or disputed, whose receipt shows what happened since.
 It names the payer but never prints the payer's full document (masked as on bank receipts).
+The boleto prints it in full, as FEBRABAN's "Pagador" block does: it names whom the bank bills.
 """
 
 import sqlalchemy as sa
@@ -14,6 +15,7 @@ from app.formats.payments import METHOD_LABELS, transaction_id
 from app.methods import boleto
 from app.models import Account, KeyMode, Refund, RefundStatus, Transaction
 from app.pdf import PdfDocument
+from app.pix import documents
 from app.services import payments
 from app.templating import local_datetime, money
 
@@ -55,7 +57,7 @@ def receipt(account_id: str, mode: KeyMode, payment_id: str) -> bytes:
 
 
 def boleto_slip(payment: Transaction) -> bytes:
-    """The printable boleto: digitable line, barcode, amount, due date and beneficiary."""
+    """The printable boleto: digitable line, barcode, amount, due date, beneficiary, payer."""
     account = db.session.get(Account, payment.account_id)
     document = PdfDocument(f"Boleto {payment.id}")
     document.heading("Boleto bancário")
@@ -64,15 +66,23 @@ def boleto_slip(payment: Transaction) -> bytes:
     document.rule()
     document.field("Beneficiary", account.name)
     document.field("Amount", money(payment.amount, payment.currency))
-    document.field("Due", local_datetime(payment.boleto_expires_at))
-    if payment.customer_name:
-        document.field("Payer", payment.customer_name)
+    document.field("Due date", boleto.formatted_due_date(payment.boleto_expires_at))
+    document.field("Payer", _payer(payment))
     document.field("Digitable line", boleto.formatted_line(payment.boleto_line))
     document.space(16)
     document.barcode_itf(payment.boleto_barcode)
     document.space(16)
     document.text(f"Reference {payment.id}", size=8)
     return document.to_bytes()
+
+
+def _payer(payment: Transaction) -> str:
+    """The "Pagador" block: the payer's name, then the formatted CPF or CNPJ it is billed to."""
+    name = payment.customer_name or "Name not provided"
+    tax_id = payment.customer_document
+    if tax_id is None:
+        return f"{name}\nCPF/CNPJ not provided"
+    return f"{name}\n{documents.tax_id_kind(tax_id) or 'Document'} {documents.formatted(tax_id)}"
 
 
 def _refunds(document: PdfDocument, payment: Transaction) -> None:

@@ -4,7 +4,7 @@ The check digits are recomputed here by separate helpers rather than trusted fro
 """
 
 import random
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -12,7 +12,10 @@ from app.methods.boleto import (
     barcode,
     barcode_from_line,
     digitable_line,
+    due_date,
     due_factor,
+    end_of_due_date,
+    formatted_due_date,
     formatted_line,
     is_valid_barcode,
     is_valid_line,
@@ -230,3 +233,24 @@ def test_sandbox_free_field_is_stable_per_reference():
     assert first.isdigit()
     assert first != sandbox_free_field("chg_124")
     assert is_valid_barcode(barcode("001", 100, date(2026, 3, 15), first))
+
+
+@pytest.mark.parametrize(
+    ("due", "expires_at"),
+    [
+        (date(2026, 11, 30), datetime(2026, 12, 1, 3, 0, tzinfo=UTC)),  # issue 18's boleto
+        (date(2025, 2, 21), datetime(2025, 2, 22, 3, 0, tzinfo=UTC)),  # factor 9999
+        (date(2018, 11, 3), datetime(2018, 11, 4, 3, 0, tzinfo=UTC)),  # 00:00 became 01:00
+        (date(2018, 11, 4), datetime(2018, 11, 5, 2, 0, tzinfo=UTC)),  # summer time (-02)
+    ],
+)
+def test_expiry_is_the_end_of_the_due_date_in_sao_paulo(due, expires_at):
+    assert end_of_due_date(due) == expires_at
+    assert due_date(expires_at) == due
+    assert formatted_due_date(expires_at) == due.strftime("%d/%m/%Y")
+
+
+def test_the_due_date_of_an_expiry_is_the_sao_paulo_day_it_falls_in_or_closes():
+    assert due_date(datetime(2026, 12, 1, 2, 59, 59, tzinfo=UTC)) == date(2026, 11, 30)
+    assert due_date(datetime(2026, 12, 1, 3, 0, 1, tzinfo=UTC)) == date(2026, 12, 1)
+    assert formatted_due_date(datetime(2026, 12, 1, 3, 0, tzinfo=UTC)) == "30/11/2026"

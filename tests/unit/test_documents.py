@@ -2,7 +2,13 @@
 
 import pytest
 
-from app.pix.documents import is_valid_cnpj, is_valid_cpf, strip_formatting, tax_id_kind
+from app.pix.documents import (
+    formatted,
+    is_valid_cnpj,
+    is_valid_cpf,
+    strip_formatting,
+    tax_id_kind,
+)
 
 
 @pytest.mark.parametrize("cpf", ["52998224725", "11144477735"])
@@ -42,3 +48,18 @@ def test_invalid_cnpjs(cnpj):
 def test_formatting_is_stripped():
     assert strip_formatting("529.982.247-25") == "52998224725"
     assert strip_formatting("12.ABC.345/01DE-35") == "12ABC34501DE35"
+
+
+@pytest.mark.parametrize(
+    ("document", "printed"),
+    [
+        ("52998224725", "529.982.247-25"),
+        ("11222333000181", "11.222.333/0001-81"),
+        ("12ABC34501DE35", "12.ABC.345/01DE-35"),  # alphanumeric CNPJ
+        ("52998224724", "52998224724"),  # not a valid CPF: left as it is
+        ("PT123456789", "PT123456789"),  # another country's tax id
+    ],
+)
+def test_formatted_prints_a_cpf_or_cnpj_as_written_and_round_trips(document, printed):
+    assert formatted(document) == printed
+    assert strip_formatting(printed) == document
