@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
+from app.pix import locations
 from app.providers.api_pix.client import ApiPixSettings
 from app.services import secrets_box
 
@@ -227,6 +228,9 @@ def validate_settings(config: dict) -> None:
         raise RuntimeError("TRUSTED_PROXY_HOPS must be 0 (no proxy in front) or more.")
     if config["LOGIN_MAX_FAILURES_PER_IP"] < 0:
         raise RuntimeError("LOGIN_MAX_FAILURES_PER_IP must be 0 (no limit per address) or more.")
+    location_problem = locations.location_problem(config["PUBLIC_BASE_URL"])
+    if location_problem:
+        raise RuntimeError(location_problem)
     validate_api_pix(config)
 
 

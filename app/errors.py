@@ -5,6 +5,7 @@ turn those, routing errors, validation errors and crashes into the contract's en
 `{"error": {type, code, message, param?, details?}, "request_id"}`.
 """
 
+import json
 import logging
 import re
 import uuid
@@ -29,6 +30,8 @@ ERROR_TYPES = (  # the contract's `error.type` values
     "api_error",
 )
 JSON_PATH_PREFIXES = ("/v1/", "/healthz", "/readyz", "/metrics")
+# Arrays and objects open at once in a request body: far deeper than any body the API takes.
+MAX_JSON_NESTING = 64
 
 
 class ApiError(Exception):
@@ -234,12 +237,51 @@ def refuse_unstorable_text() -> None:
             raise InvalidRequest("Text may not contain a lone UTF-16 surrogate (\\uD800-\\uDFFF).")
 
 
+# A JSON string, to its closing quote or to the end of a body that never closes it (linear:
+# nothing is matched twice); the brackets inside it are text, not nesting.
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+\\?(?:"|\Z)', re.DOTALL)
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]++")
+_OPENING_BRACKETS = frozenset("[{")
+
+
+def refuse_deep_json() -> None:
+    """A body nested deeper than MAX_JSON_NESTING is a 400 before anything parses it: Python's
+    parser recurses once per level, and a body of 50,000 `[` exhausts the stack (a 500). Every
+    body an API route may parse is checked, whatever its Content-Type, since the idempotency
+    fingerprint and the PSP's webhook parse without looking at it."""
+    if not (request.is_json or wants_json(request.path)):
+        return
+    if _json_nesting_exceeds(request.get_data(), MAX_JSON_NESTING):
+        raise InvalidRequest(
+            f"The request body is not valid JSON: it nests arrays and objects more than "
+            f"{MAX_JSON_NESTING} levels deep."
+        )
+
+
+def _json_nesting_exceeds(body: bytes, limit: int) -> bool:
+    """Whether `body`, decoded as `json.loads` decodes bytes, opens more than `limit` arrays and
+    objects at once. Only brackets outside strings count."""
+    try:
+        text = body.decode(json.detect_encoding(body))
+    except UnicodeDecodeError:
+        return False  # no parser gets past the decoding, so none recurses
+    if text.count("[") + text.count("{") <= limit:
+        return False  # most bodies: too few brackets to nest that deep
+    depth = 0
+    for bracket in _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if bracket in _OPENING_BRACKETS else -1
+        if depth > limit:
+            return True
+    return False
+
+
 def register_error_handlers(app: Flask) -> None:
     @app.before_request
     def assign_request_id() -> None:
         _assign_request_id()
 
     app.before_request(refuse_unstorable_text)
+    app.before_request(refuse_deep_json)
 
     app.register_error_handler(ApiError, render_error)
     app.register_error_handler(HTTPException, handle_http_exception)

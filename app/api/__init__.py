@@ -26,6 +26,7 @@ RESOURCE_BLUEPRINTS = (
     api_keys.blp,
     charges.blp,
     charges.pix_blp,
+    charges.location_blp,
     charges.sandbox_blp,
     payments.blp,
     payments.sandbox_payments_blp,

@@ -1,5 +1,6 @@
 """Pix charges (apikey): create (`/v1/charges` and the `/v1/pix/charges` shortcut), get, list;
-the public payload and QR image behind a dynamic BR Code's location; the sandbox payment.
+the public payload and QR image behind a dynamic BR Code's location (`/v1/qr/<id>`, and
+`/v1/pix/locations/<id>` for codes issued before it); the sandbox payment.
 """
 
 import marshmallow as ma
@@ -20,7 +21,7 @@ from app.extensions import Blueprint, db
 from app.formats.charges import ChargeSchema
 from app.formats.locations import location_payload
 from app.models import Account, KeyMode
-from app.pix import qr
+from app.pix import locations, qr
 from app.services import charges, sandbox
 from app.services.charges import ChargeQuery
 
@@ -35,6 +36,9 @@ CREATE_DOC = {"security": API_KEY_SECURITY, "parameters": [IDEMPOTENCY_PARAMETER
 
 blp = Blueprint("charges", __name__, url_prefix="/v1/charges", description="Pix charges (apikey)")
 pix_blp = Blueprint("pix", __name__, url_prefix="/v1/pix", description="Pix shortcut and codes")
+location_blp = Blueprint(
+    "locations", __name__, url_prefix="/v1/qr", description="Pix code locations (public)"
+)
 sandbox_blp = Blueprint(
     "sandbox", __name__, url_prefix="/v1/sandbox", description="Sandbox (test-mode keys only)"
 )
@@ -107,10 +111,19 @@ class PixLocation(MethodView):
     @pix_blp.response(200)
     @pix_blp.errors(404)
     def get(self, location_id):
+        """The payload behind a dynamic BR Code issued before `/v1/qr/{code_id}` (no
+        credentials: payers' banks read it)."""
+        return _payload_at(location_id)
+
+
+@location_blp.route("/<code_id>")
+class PixCodeLocation(MethodView):
+    @location_blp.doc(security=[])
+    @location_blp.response(200)
+    @location_blp.errors(404)
+    def get(self, code_id):
         """The payload behind a dynamic BR Code (no credentials: payers' banks read it)."""
-        charge = _located(location_id)
-        db.session.commit()
-        return location_payload(charge, db.session.get(Account, charge.account_id))
+        return _payload_at(locations.location_id(code_id))
 
 
 @pix_blp.route("/locations/<location_id>/qr.png")
@@ -127,8 +140,14 @@ class PixQrImage(MethodView):
         return response
 
 
-def _located(location_id: str):
-    charge = charges.find_by_location(location_id)
+def _payload_at(location_id: str | None) -> dict:
+    charge = _located(location_id)
+    db.session.commit()
+    return location_payload(charge, db.session.get(Account, charge.account_id))
+
+
+def _located(location_id: str | None):
+    charge = charges.find_by_location(location_id) if location_id else None
     if charge is None:
         raise NotFound("No Pix code at this location.")
     return charge

@@ -25,6 +25,7 @@ from app.pix.documents import (
 )
 
 MAX_EMAIL_LENGTH = 77
+IDNA_PREFIX = "xn--"  # an internationalised domain label in its ASCII form
 _UUID_SHAPE = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
@@ -149,6 +150,20 @@ def _check_cnpj(key: str, *, strict: bool, waiver: bool) -> PixKeyCheck:
 
 
 def _check_email(key: str) -> PixKeyCheck:
+    """ASCII only, with no IDNA (`xn--`) domain label: either could spell a look-alike of
+    another address (`example.com` with a Cyrillic U+0430 for its a), and a payout would go
+    to it."""
+    if not key.isascii():
+        return _invalid(
+            PixKeyType.EMAIL,
+            "An e-mail key is ASCII only (no accents or letters of other alphabets).",
+        )
+    domain = key.rpartition("@")[2]
+    if any(label.lower().startswith(IDNA_PREFIX) for label in domain.split(".")):
+        return _invalid(
+            PixKeyType.EMAIL,
+            "An e-mail key's domain may not be internationalised (no xn-- labels).",
+        )
     try:
         address = validate_email(key, check_deliverability=False, allow_smtputf8=False)
     except EmailNotValidError as error:

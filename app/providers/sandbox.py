@@ -1,7 +1,7 @@
 """The sandbox provider for test-mode keys: real, valid instructions, no call outside.
 
 It issues dynamic Pix codes whose location is served by this service
-(`/v1/pix/locations/<id>`, answering the charge's payload), boletos with correct FEBRABAN
+(`/v1/qr/<id>`, answering the charge's payload), boletos with correct FEBRABAN
 check digits, Multibanco references with SIBS check digits, a card page on this service and
 BSC deposit addresses. Payments are simulated with `POST /v1/sandbox/charges/{id}/pay`,
 `POST /v1/sandbox/payments/{id}/pay` or the checkout pages. Payouts settle at once; refunds
@@ -14,8 +14,7 @@ It keeps no books of its own: the service's records are its state, read back by 
 import hashlib
 import string
 import uuid
-from datetime import UTC, datetime, time, timedelta
-from urllib.parse import urlsplit
+from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
@@ -24,7 +23,7 @@ from app.formats.locations import cob_status
 from app.methods import boleto, multibanco
 from app.models import Refund, Transaction
 from app.models.base import utcnow
-from app.pix import brcode
+from app.pix import brcode, locations
 from app.pix.identifiers import new_return_id, new_txid
 from app.providers.base import (
     PaymentInstructions,
@@ -47,7 +46,6 @@ from app.services.business_days import SAO_PAULO, is_business_day
 FAILING_AMOUNT = 50_300
 SANDBOX_ISPB = "99999999"
 ALPHANUMERIC = string.ascii_letters + string.digits
-LOCATION_PATH = "/v1/pix/locations/"
 SUPPORTED = {
     "PIX": frozenset({"BRL"}),
     "BOLETO": frozenset({"BRL"}),
@@ -86,8 +84,6 @@ class SandboxProvider(PaymentProvider):
 
     def __init__(self, public_base_url: str):
         self.public_base_url = public_base_url.rstrip("/")
-        parts = urlsplit(public_base_url)
-        self.location_prefix = f"{parts.netloc}{parts.path.rstrip('/')}{LOCATION_PATH}"
 
     def supports(self, method: str, currency: str, amount: int) -> bool:
         limit = AMOUNT_LIMITS.get(method)
@@ -145,10 +141,9 @@ class SandboxProvider(PaymentProvider):
         code = boleto.barcode(
             SANDBOX_BANK, request.amount, due, boleto.sandbox_free_field(request.reference)
         )
-        end_of_due_date = datetime.combine(due + timedelta(days=1), time.min, tzinfo=SAO_PAULO)
         return PaymentInstructions(
             provider_reference=reference,
-            expires_at=end_of_due_date.astimezone(UTC),
+            expires_at=boleto.end_of_due_date(due),
             boleto_barcode=code,
             boleto_line=boleto.digitable_line(code),
         )
@@ -201,7 +196,7 @@ class SandboxProvider(PaymentProvider):
         location_id = uuid.uuid4().hex
         try:
             br_code = brcode.dynamic_payload(
-                location=self.location_prefix + location_id,
+                location=locations.location(self.public_base_url, location_id),
                 merchant_name=request.merchant_name,
                 merchant_city=request.merchant_city,
                 amount_cents=request.amount,

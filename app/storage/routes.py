@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterator
 
 from flask import Blueprint, Flask, jsonify, request, send_file
-from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from app.errors import (
     ApiError,
@@ -188,16 +188,18 @@ def _of_type(chunks: Iterator[bytes], content_type: str) -> Iterator[bytes]:
 
 
 def _body(length: int) -> Iterator[bytes]:
-    """The request body in chunks, reading at most `length + 1` bytes: more than `length`
-    is a 413, fewer (the client stopped early) a 400, both before anything is stored."""
+    """The request body in chunks, exactly `length` bytes: fewer (the client stopped early) is
+    a 400, more a 413, both before anything is stored.
+
+    Only the signed length is asked of the stream: under a server that terminates the input
+    itself (gunicorn), Werkzeug caps the stream at this route's limit and raises when asked
+    for one byte past it, so that byte is looked for by `_input_goes_on` instead."""
     request.max_content_length = length  # this route's own limit, not MAX_CONTENT_LENGTH
     stream = request.stream
     received = 0
-    while received <= length:
+    while received < length:
         try:
-            chunk = stream.read(min(_CHUNK, length + 1 - received))
-        except RequestEntityTooLarge as error:
-            raise ContentTooLong(f"The body is longer than the signed {length} bytes.") from error
+            chunk = stream.read(min(_CHUNK, length - received))
         except ClientDisconnected as error:
             raise ContentLengthMismatch(
                 f"The body ended before the signed {length} bytes."
@@ -205,10 +207,18 @@ def _body(length: int) -> Iterator[bytes]:
         if not chunk:
             break
         received += len(chunk)
-        if received > length:
-            raise ContentTooLong(f"The body is longer than the signed {length} bytes.")
         yield chunk
     if received != length:
         raise ContentLengthMismatch(
             f"The body ended after {received} of the signed {length} bytes."
         )
+    if _input_goes_on():
+        raise ContentTooLong(f"The body is longer than the signed {length} bytes.")
+
+
+def _input_goes_on() -> bool:
+    """Whether the body holds more than was read. Only an input the server terminates may be
+    read past Content-Length (it ends with the body); any other holds the next request's bytes
+    there, or nothing yet, and a read would wait for them."""
+    environ = request.environ
+    return "wsgi.input_terminated" in environ and bool(environ["wsgi.input"].read(1))

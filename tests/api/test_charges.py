@@ -113,7 +113,7 @@ def test_create_returns_the_public_charge_with_code_qr_and_checkout(app, client,
     assert code.txid == "***"
     assert code.amount_cents == 12345
     assert code.merchant_name == "Padaria Sao Joao"
-    assert code.location.startswith("localhost/v1/pix/locations/")
+    assert code.location.startswith("localhost/v1/qr/")
     checkout = urlsplit(charge["checkout_url"])
     assert checkout.path == f"/checkout/{raw(charge['id'])}"
 

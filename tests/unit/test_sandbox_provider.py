@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.pix import brcode
+from app.pix import brcode, locations
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
 from app.providers.base import PayoutRejected, PayoutRequest, PixChargeRequest, ProviderError
 from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
@@ -26,7 +26,8 @@ def test_creates_a_dynamic_code_whose_location_this_service_serves():
     provider = SandboxProvider("https://pay.acme.example/base/")
     charge = provider.create_charge(_request())
     code = brcode.parse(charge.br_code)
-    assert code.location == f"pay.acme.example/base/v1/pix/locations/{charge.location_id}"
+    compact_id = locations.compact_id(charge.location_id)
+    assert code.location == f"pay.acme.example/base/v1/qr/{compact_id}"
     assert code.txid == "***" and charge.txid not in charge.br_code
     assert TXID_PATTERN.fullmatch(charge.txid)
     assert code.merchant_name == "Acai & Cia Comercio de Al"
