@@ -172,6 +172,21 @@ class PaymentRefunds(MethodView):
         return {"data": [refund_fields(r, payment) for r in rows], "total": len(rows)}
 
 
+@blp.route("/<payment_id>/refunds/<refund_id>/cancel")
+class PaymentRefundCancellation(MethodView):
+    decorators = [require_api_key]
+
+    @blp.doc(**DOC)
+    @blp.response(200, RefundSchema)
+    @blp.errors(401, 404, 409)
+    def post(self, payment_id, refund_id):
+        """Cancel a refund that still waits for funds (`pendingReason` set): it ends FAILED
+        and nothing is debited. A funded refund may already be on its way: 409."""
+        refund = refunds.cancel_refund(g.account_id, g.api_key.mode, payment_id, refund_id)
+        db.session.commit()
+        return refund_fields(refund, db.session.get(Transaction, refund.transaction_id))
+
+
 @blp.route("/<payment_id>/resend-webhook")
 class PaymentWebhookResend(MethodView):
     decorators = [require_api_key]

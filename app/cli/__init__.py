@@ -12,7 +12,7 @@ from app.cli.api_pix import api_pix_cli
 from app.errors import ApiError
 from app.extensions import db
 from app.models import Account, KeyMode, Role
-from app.services import accounts, api_keys, demo, ledger, webhooks
+from app.services import accounts, api_keys, demo, dispute_holds, ledger, webhooks
 
 accounts_cli = AppGroup("accounts", help="Merchant accounts.")
 users_cli = AppGroup("users", help="People who log in to the dashboard.")
@@ -145,13 +145,17 @@ def seed_demo(as_json: bool) -> None:
 
 @ledger_cli.command("check")
 def check_ledger() -> None:
-    """Prove every wallet equals its entries and every posting sums to zero; exit 1 if not."""
-    problems = ledger.check()
+    """Prove every wallet equals its entries, every posting sums to zero and every undecided
+    dispute holds exactly what is at risk; exit 1 if not."""
+    problems = ledger.check() + dispute_holds.check()
     for problem in problems:
         click.echo(problem, err=True)
     if problems:
         raise SystemExit(1)
-    click.echo("ledger ok: every wallet matches its entries and every posting sums to zero")
+    click.echo(
+        "ledger ok: every wallet matches its entries, every posting sums to zero and every "
+        "open dispute holds what is at risk"
+    )
 
 
 @secrets_cli.command("reencrypt")

@@ -16,7 +16,16 @@ from app.dashboard.charges import MODES
 from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest
-from app.services import payouts, releases, settlement, statements, wallets
+from app.services import (
+    dispute_holds,
+    disputes,
+    payouts,
+    refunds,
+    releases,
+    settlement,
+    statements,
+    wallets,
+)
 from app.services.statements import StatementRow
 
 CURRENCY = re.compile(r"[A-Z]{3,8}")
@@ -25,6 +34,12 @@ KIND_LABELS = {
     releases.RELEASE: "Released to available",
     payouts.DEBIT: "Payout",
     payouts.REFUND: "Payout refunded",
+    refunds.DEBIT: "Refund",
+    refunds.REVERSAL: "Refund failed, returned",
+    disputes.HOLD: "Dispute: amount held",
+    disputes.RELEASE: "Dispute won: hold released",
+    disputes.LOSS: "Dispute lost: hold sent to the payer",
+    dispute_holds.REFUND_RELEASE: "Dispute: hold reduced by a completed refund",
 }
 CSV_COLUMNS = (
     "created_at",

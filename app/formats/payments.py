@@ -93,6 +93,7 @@ def refund_fields(refund: Refund, transaction: Transaction) -> dict:
         "currency": refund.currency,
         "status": str(refund.status),
         "reason": refund.reason,
+        "pendingReason": str(refund.pending_reason) if refund.pending_reason else None,
         "createdAt": refund.created_at,
     }
 
@@ -195,4 +196,14 @@ class RefundSchema(ma.Schema):
     currency = ma.fields.String()
     status = ma.fields.String(metadata={"enum": ["PENDING", "IN_PROGRESS", "REFUNDED", "FAILED"]})
     reason = ma.fields.String(**_NULLABLE)
+    pendingReason = ma.fields.String(
+        **_NULLABLE,
+        metadata={
+            "enum": ["charge_pending", "insufficient_funds", None],
+            "description": "Why a PENDING refund waits for money (null once funded): "
+            "`charge_pending`, the wallet's unreleased settlements will cover it; "
+            "`insufficient_funds`, they do not either. It is sent as soon as funds cover it, "
+            "and can be cancelled until then.",
+        },
+    )
     createdAt = ma.fields.DateTime()

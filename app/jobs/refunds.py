@@ -1,5 +1,6 @@
 """Refunds at the provider: the job that submits a refund right after its request commits,
-and the periodic job that submits stragglers and polls the ones in progress until they end.
+and the periodic job that funds refunds waiting for money, submits stragglers and polls the
+ones in progress until they end.
 Each step locks the refund and acts only on the status it expects, so reruns are harmless.
 """
 
@@ -20,9 +21,17 @@ def submit_refund(refund_id: str) -> str | None:
 
 
 def poll_refunds() -> int:
-    """Advance every refund that is due; one provider failure never holds up the others.
-    Each step commits on its own: a status poll that fails keeps the submission just made
-    (its provider reference) instead of rolling it back with it."""
+    """Fund the refunds waiting for money that now can be, then advance every refund that
+    is due; one failure never holds up the others. Each step commits on its own: a status
+    poll that fails keeps the submission just made (its provider reference) instead of
+    rolling it back with it."""
+    for refund_id in refunds.waiting_refunds():
+        try:
+            refunds.fund(refund_id)
+            db.session.commit()
+        except Exception:
+            db.session.rollback()
+            log.exception("refund funding failed; retried later", extra={"id": refund_id})
     due = refunds.due_refunds()
     for refund_id in due:
         try:

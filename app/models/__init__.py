@@ -23,7 +23,13 @@ from app.models.ledger import (
     Wallet,
     WalletType,
 )
-from app.models.refund import FINAL_REFUND_STATUSES, Refund, RefundStatus, RefundStrategy
+from app.models.refund import (
+    FINAL_REFUND_STATUSES,
+    PendingReason,
+    Refund,
+    RefundStatus,
+    RefundStrategy,
+)
 from app.models.transaction import (
     SETTLED_STATUSES,
     Origin,
@@ -43,6 +49,7 @@ from app.models.withdrawal import Withdrawal, WithdrawalStatus, WithdrawalType
 __all__ = [
     "FINAL_DISPUTE_STATUSES",
     "FINAL_REFUND_STATUSES",
+    "PendingReason",
     "SETTLED_STATUSES",
     "Account",
     "ApiKey",

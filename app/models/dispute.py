@@ -82,6 +82,10 @@ class DisputeCase(db.Model):
     amount: Mapped[int] = mapped_column(sa.BigInteger)
     currency: Mapped[str] = mapped_column(sa.String(8))
     held_amount: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    # The most the case may hold: the charge's amount, or what operations confirmed for a
+    # case reported with another amount (None until then). The hold is this less the
+    # merchant's completed refunds (`dispute_holds`).
+    hold_limit: Mapped[int | None] = mapped_column(sa.BigInteger)
     amount_mismatch: Mapped[bool] = mapped_column(default=False)
     # A mismatched case waits for operations to confirm the amount before it can be lost.
     under_review: Mapped[bool] = mapped_column(default=False)

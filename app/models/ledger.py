@@ -96,7 +96,8 @@ class LedgerEntry(db.Model):
 
 
 class SettlementRelease(db.Model):
-    """A tranche of settled money waiting in `pending` until its release time."""
+    """A tranche of settled money waiting in `pending` until its release time; a refund of
+    the payment takes from it first, so `amount` is what is left to release."""
 
     __tablename__ = "settlement_releases"
     __table_args__ = (sa.Index("ix_settlement_releases_due", "released_at", "release_at"),)

@@ -26,11 +26,22 @@ class RefundStatus(enum.StrEnum):
 FINAL_REFUND_STATUSES = frozenset({RefundStatus.REFUNDED, RefundStatus.FAILED})
 
 
+class PendingReason(enum.StrEnum):
+    """Why a PENDING refund waits for money before it can go to the provider."""
+
+    CHARGE_PENDING = "charge_pending"  # the wallet's unreleased settlements will cover it
+    INSUFFICIENT_FUNDS = "insufficient_funds"  # not even those cover it: new sales must
+
+
 class RefundStrategy(enum.StrEnum):
     """How a Pix refund leaves: a central-bank return by end-to-end id, or a new Pix-out."""
 
     DEVOLUTION = "devolution"
     CASHOUT = "cashout"
+
+
+def _values(kind: type[enum.StrEnum]) -> list[str]:
+    return [member.value for member in kind]
 
 
 class Refund(db.Model):
@@ -55,6 +66,13 @@ class Refund(db.Model):
     pass_fee_to_tenant: Mapped[bool] = mapped_column(default=False)
     destination_key: Mapped[str | None] = mapped_column(sa.String(77))
     fee: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    # Set while the refund waits for money (nothing debited yet); None once it is funded.
+    pending_reason: Mapped[PendingReason | None] = mapped_column(
+        sa.Enum(PendingReason, native_enum=False, length=32, values_callable=_values)
+    )
+    # What its funding took from the payment's own unreleased settlement tranche (the rest
+    # came from available); a failure gives it back there.
+    taken_from_pending: Mapped[int] = mapped_column(sa.BigInteger, default=0, server_default="0")
     provider_reference: Mapped[str | None] = mapped_column(sa.String(64))
     failure_reason: Mapped[str | None] = mapped_column(sa.String(500))
     submit_attempts: Mapped[int] = mapped_column(default=0)

@@ -2,11 +2,15 @@
 and the decision from the dispute channel, with the money each step moves.
 
 Money, one ledger posting per case and step (unique by kind and case id):
-- opening holds the disputed amount, less what the merchant's refunds already returned:
-  available → retained (available may go negative);
-- `refunded_to_merchant` releases it: retained → available, and the charge is paid again;
-- `lost` (accepted, rejected) and `closed_without_refund` send it to the payer's bank:
-  retained → provider clearing; the charge stays disputed.
+- opening holds what is at risk (`dispute_holds`): the disputed amount, less what the
+  merchant's completed refunds already returned: available → retained (available may go
+  negative); a refund in flight is held as if it will fail, and its completion releases
+  that part;
+- `refunded_to_merchant` releases the hold: retained → available, and the charge is paid
+  again;
+- `lost` (accepted, rejected) and `closed_without_refund` send the hold to the payer's bank:
+  retained → provider clearing; the charge stays disputed, and refunds of it still waiting
+  for money end FAILED.
 A case whose reported amount differs from the charge's holds nothing and changes no status:
 it is flagged (`amount_mismatch`, `under_review`) for the operations team, and cannot be lost
 until staff confirm the amount to hold (`confirm_amount`).
@@ -30,7 +34,7 @@ import sqlalchemy as sa
 from flask import current_app
 
 from app.errors import Conflict, InvalidRequest, NotFound, ServiceUnavailable
-from app.extensions import db
+from app.extensions import DEFAULT_QUEUE, db
 from app.formats.charges import CHARGE_ID_PREFIX
 from app.formats.disputes import med_case_object, med_metadata
 from app.jobs.queueing import enqueue_after_commit
@@ -48,10 +52,13 @@ from app.models import (
     TransactionStatus,
 )
 from app.models.base import utcnow
-from app.services import accounts, audit, ledger, payments, refunds, transactions
+from app.services import accounts, audit, dispute_holds, ledger, payments, refunds, transactions
+from app.services.allowances import ALLOWED, Allowance, refused
 from app.services.charges import MAX_AMOUNT
 from app.services.events import record_event
 from app.services.ledger import Line
+from app.services.refund_totals import refunded_total
+from app.services.state_machine import StateMachine
 from app.storage import (
     ALLOWED_TYPES,
     MAX_EVIDENCE_BYTES,
@@ -75,6 +82,9 @@ HOLD, RELEASE, LOSS = "dispute_hold", "dispute_release", "dispute_loss"
 NOT_OPEN = "med_case_not_open"
 UNDER_REVIEW = "med_case_under_review"
 NOTICE_GRACE = timedelta(minutes=1)
+WAITING_REFUND_ENDED = (
+    "Not sent: the payer's bank already returned the disputed amount (the dispute was lost)."
+)
 DECISIONS = {
     "rejected": (DisputeStatus.REJECTED, MoneyOutcome.LOST),
     "refunded_to_merchant": (DisputeStatus.CLOSED, MoneyOutcome.REFUNDED_TO_MERCHANT),
@@ -93,6 +103,15 @@ NOTICE_COLUMNS = {
 _SAFE_FILE_NAME = re.compile(r"[^/\\]+")
 HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 S = DisputeStatus
+# The contract's case states: the merchant appeals or accepts an open case; the dispute
+# channel rejects or closes an open or appealed one. Decided cases never move again.
+CASE_MACHINE = StateMachine(
+    "dispute case",
+    {
+        S.OPEN: frozenset({S.APPEALED, S.ACCEPTED, S.REJECTED, S.CLOSED}),
+        S.APPEALED: frozenset({S.REJECTED, S.CLOSED}),
+    },
+)
 S_T = TransactionStatus
 DISPUTED_STATUSES = frozenset({S_T.DISPUTE, S_T.CHARGEBACK})
 RETAINED, TO_PAYER = LedgerAccount.RETAINED, LedgerAccount.PROVIDER_CLEARING
@@ -159,8 +178,6 @@ def open_case(
     now = utcnow()
     amount = transaction.amount if notice.amount is None else notice.amount
     mismatch = amount != transaction.amount
-    # What the merchant's own refunds already sent (or are sending) back is not held again.
-    unrefunded = max(transaction.amount - refunds.refunded_or_in_flight(transaction), 0)
     case = DisputeCase(
         id=f"{CASE_PREFIX}{uuid.uuid4()}",
         account_id=transaction.account_id,
@@ -172,7 +189,8 @@ def open_case(
         status=S.OPEN,
         amount=amount,
         currency=transaction.currency,
-        held_amount=0 if mismatch else unrefunded,
+        held_amount=0,
+        hold_limit=None if mismatch else transaction.amount,
         amount_mismatch=mismatch,
         under_review=mismatch,
         method=notice.method,
@@ -188,10 +206,11 @@ def open_case(
     db.session.add(case)
     db.session.flush()
     if not mismatch:
+        case.held_amount = dispute_holds.due_hold(case, transaction)
         _hold(case, transaction, now)
     _refresh_metadata(transaction, case, now)
     _record(case, "med_case.created")
-    enqueue_after_commit(db.session(), "default", NOTICE_JOB, case.id)
+    enqueue_after_commit(db.session(), DEFAULT_QUEUE, NOTICE_JOB, case.id)
     return case, True
 
 
@@ -347,9 +366,11 @@ def appeal(
     text = reason.strip() if isinstance(reason, str) else ""
     if not MIN_APPEAL <= len(text) <= MAX_APPEAL:
         raise InvalidRequest(f"reason is {MIN_APPEAL} to {MAX_APPEAL} characters.", param="reason")
-    case = _lock_open(account_id, mode, case_id, "appealed")
+    case = _lock(get_case(account_id, mode, case_id).id)
+    appealability(case).require()
     now = utcnow()
-    case.status, case.appeal_reason, case.appealed_at, case.updated_at = S.APPEALED, text, now, now
+    CASE_MACHINE.move(case, S.APPEALED)
+    case.appeal_reason, case.appealed_at, case.updated_at = text, now, now
     _audit(case, actor_user_id, "med_case.appealed")
     _changed(case, now)
     return case
@@ -359,31 +380,57 @@ def accept(
     account_id: str, mode: KeyMode, case_id: str, actor_user_id: str | None = None
 ) -> DisputeCase:
     """Give up an open case: final, the held amount goes to the payer (`lost`)."""
-    case = _lock_open(account_id, mode, case_id, "accepted")
-    _check_reviewed(case, MoneyOutcome.LOST)
+    case = _lock(get_case(account_id, mode, case_id).id)
+    acceptability(case).require()
     _audit(case, actor_user_id, "med_case.accepted")
     _finish(case, S.ACCEPTED, MoneyOutcome.LOST)
     return case
 
 
-def _lock_open(account_id: str, mode: KeyMode, case_id: str, becoming: str) -> DisputeCase:
-    case = _lock(get_case(account_id, mode, case_id).id)
-    if case.status is not S.OPEN:
-        raise InvalidRequest(
+def appealability(case: DisputeCase) -> Allowance:
+    """May the merchant appeal? Once per case, while it is open: an appealed case waits for
+    the decision, a decided one is over."""
+    return _still_open(case, "appealed")
+
+
+def acceptability(case: DisputeCase) -> Allowance:
+    """May the merchant accept (lose) the case? While it is open and its amount is settled."""
+    return _still_open(case, "accepted") & _reviewed(case, MoneyOutcome.LOST)
+
+
+def attachability(case: DisputeCase) -> Allowance:
+    """May evidence be attached? Until the case is decided: an appeal is judged on it."""
+    if case.is_final:
+        return refused(
+            InvalidRequest(
+                f"The case is {case.status}; evidence can no longer be attached.", code=NOT_OPEN
+            )
+        )
+    return ALLOWED
+
+
+def _still_open(case: DisputeCase, becoming: str) -> Allowance:
+    if case.status is S.OPEN:
+        return ALLOWED
+    return refused(
+        InvalidRequest(
             f"Only an open case can be {becoming}; this one is {case.status}.", code=NOT_OPEN
         )
-    return case
+    )
 
 
-def _check_reviewed(case: DisputeCase, outcome: MoneyOutcome) -> None:
+def _reviewed(case: DisputeCase, outcome: MoneyOutcome) -> Allowance:
     """A case whose amount differs from the charge's held nothing: until operations confirm
     the amount (and hold it), no outcome may send money to the payer."""
     if case.under_review and outcome is not MoneyOutcome.REFUNDED_TO_MERCHANT:
-        raise InvalidRequest(
-            "The reported amount differs from the charge's; our operations team must confirm "
-            "the disputed amount before the case can be lost.",
-            code=UNDER_REVIEW,
+        return refused(
+            InvalidRequest(
+                "The reported amount differs from the charge's; our operations team must "
+                "confirm the disputed amount before the case can be lost.",
+                code=UNDER_REVIEW,
+            )
         )
+    return ALLOWED
 
 
 # The dispute channel's decisions (provider, sandbox, operations staff)
@@ -416,7 +463,7 @@ def decide(
     if case.is_final:
         raise InvalidRequest(f"The case is already {case.status}.", code=NOT_OPEN)
     status, outcome = DECISIONS[decision]
-    _check_reviewed(case, outcome)
+    _reviewed(case, outcome).require()
     case.decided_by = actor_user_id
     case.decision_note = (note or "").strip()[:500] or None
     _audit(case, actor_user_id, f"med_case.{decision}")
@@ -435,15 +482,16 @@ def confirm_amount(case_id: str, amount: int, actor_user_id: str | None) -> Disp
         raise InvalidRequest("Only an undecided case under review can be confirmed.", code=NOT_OPEN)
     transaction = transactions.lock(case.transaction_id)
     _check_disputable(transaction)
-    unrefunded = transaction.amount - refunds.refunded_or_in_flight(transaction)
+    unrefunded = transaction.amount - refunded_total(transaction)
     if not isinstance(amount, int) or not 0 < amount <= unrefunded:
         raise InvalidRequest(
-            f"amount is from 1 to {max(unrefunded, 0)} (the charge less its refunds).",
+            f"amount is from 1 to {max(unrefunded, 0)} (the charge less its completed refunds).",
             code="invalid_amount",
             param="amount",
         )
     now = utcnow()
-    case.held_amount, case.under_review, case.updated_at = amount, False, now
+    case.hold_limit, case.under_review, case.updated_at = amount, False, now
+    case.held_amount = dispute_holds.due_hold(case, transaction)
     _audit(case, actor_user_id, "med_case.amount_confirmed")
     _hold(case, transaction, now)
     _refresh_metadata(transaction, case, now)
@@ -452,7 +500,8 @@ def confirm_amount(case_id: str, amount: int, actor_user_id: str | None) -> Disp
 
 def _finish(case: DisputeCase, status: DisputeStatus, outcome: MoneyOutcome) -> None:
     now = utcnow()
-    case.status, case.money_outcome, case.closed_at, case.updated_at = status, outcome, now, now
+    CASE_MACHINE.move(case, status)
+    case.money_outcome, case.closed_at, case.updated_at = outcome, now, now
     transaction = transactions.lock(case.transaction_id)
     won = outcome is MoneyOutcome.REFUNDED_TO_MERCHANT
     if case.held_amount and won:
@@ -461,11 +510,13 @@ def _finish(case: DisputeCase, status: DisputeStatus, outcome: MoneyOutcome) -> 
         _post(case, LOSS, "Dispute lost, held amount sent to the payer", RETAINED, TO_PAYER)
     if won and transaction.status in DISPUTED_STATUSES:
         _restore(transaction, now)
+    elif not won:
+        refunds.fail_waiting(transaction, WAITING_REFUND_ENDED)
     _refresh_metadata(transaction, case, now)
     if current_app.config["DISPUTE_OUTCOME_EVENTS"]:
         _record(case, "med_case.updated")
         _record(case, "med.resolved", {"money_outcome": str(outcome)})
-    enqueue_after_commit(db.session(), "default", NOTICE_JOB, case.id)
+    enqueue_after_commit(db.session(), DEFAULT_QUEUE, NOTICE_JOB, case.id)
 
 
 def _restore(transaction: Transaction, now: datetime) -> None:
@@ -474,7 +525,7 @@ def _restore(transaction: Transaction, now: datetime) -> None:
     from a dispute."""
     settled = S_T.APPROVED if transaction.paid_with == payments.CARD else S_T.PAID
     transactions.transition(transaction, settled, at=now, record_events=False)
-    if refunds.refunded_total(transaction) >= transaction.amount:
+    if refunded_total(transaction) >= transaction.amount:
         transactions.transition(transaction, S_T.REFUNDED, at=now, record_events=False)
 
 
@@ -493,10 +544,7 @@ def create_upload(
 ) -> tuple[DisputeEvidence, UploadTicket]:
     """A pending evidence item and the signed address its bytes go to (900 seconds)."""
     case = get_case(account_id, mode, case_id)
-    if case.is_final:
-        raise InvalidRequest(
-            f"The case is {case.status}; evidence can no longer be attached.", code=NOT_OPEN
-        )
+    attachability(case).require()
     name = _checked_file_name(file_name)
     if mime_type not in ALLOWED_TYPES:
         raise InvalidRequest(
@@ -756,6 +804,14 @@ def _audit(case: DisputeCase, actor_user_id: str | None, action: str) -> None:
 
 
 def _lock(case_id: str) -> DisputeCase | None:
+    """The case, locked after its transaction: refunds lock the transaction first too, so a
+    decision and a refund completing at once never deadlock."""
+    transaction_id = db.session.scalar(
+        sa.select(DisputeCase.transaction_id).where(DisputeCase.id == case_id)
+    )
+    if transaction_id is None:
+        return None
+    transactions.lock(transaction_id)
     return db.session.scalar(
         sa.select(DisputeCase)
         .where(DisputeCase.id == case_id)

@@ -83,6 +83,7 @@ def upcoming_releases(
             Wallet.account_id == account_id,
             Wallet.mode == mode,
             SettlementRelease.released_at.is_(None),
+            SettlementRelease.amount > 0,
         )
         .group_by(SettlementRelease.release_at, Wallet.currency)
         .order_by(SettlementRelease.release_at, Wallet.currency)

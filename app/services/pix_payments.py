@@ -46,7 +46,7 @@ from app.pix.documents import strip_formatting
 from app.providers import provider_named
 from app.providers.api_pix.mapping import REFUND_STATUS, refund_reference
 from app.providers.base import ProviderRefused
-from app.services import audit, charges, settlement, transactions
+from app.services import audit, charges, refund_states, settlement, transactions
 from app.services.transactions import AWAITING_PAYMENT
 
 log = logging.getLogger(__name__)
@@ -299,7 +299,8 @@ def settle_return(
     """Move an automatic return to `status`: its status alone, since no merchant money is
     in it (the Pix was never credited). A failure is logged: the payer was not repaid."""
     now = utcnow()
-    refund.status, refund.updated_at = status, now
+    if status is not refund.status:
+        refund_states.move(refund, status, now)
     refund.return_id = return_id or refund.return_id
     if status in FINAL_REFUND_STATUSES:
         refund.completed_at = settled_at or now

@@ -3,7 +3,9 @@
 Each settlement schedules a tranche for its release time, from `SETTLEMENT_HOLD`: `D+N`
 (midnight in São Paulo of the Nth Brazilian business day after the payment's local date) or
 `<seconds>s` (a fixed delay). The `rq cron` job releases due tranches through the ledger,
-one posting per tranche, so a tranche can never be released twice.
+one posting per tranche, so a tranche can never be released twice. A refund of the payment
+takes what it can from the payment's tranche while it waits (`refunds`), so a tranche
+releases what is left of it.
 """
 
 from datetime import datetime, timedelta
@@ -57,6 +59,9 @@ def release_due(now: datetime | None = None, batch_size: int = 100) -> int:
         .execution_options(populate_existing=True)
     ).all()
     for tranche in due:
+        tranche.released_at = now
+        if tranche.amount == 0:
+            continue  # refunds took all of it before its release
         wallet = db.session.get(Wallet, tranche.wallet_id)
         ledger.post(
             account_id=wallet.account_id,
@@ -70,7 +75,6 @@ def release_due(now: datetime | None = None, batch_size: int = 100) -> int:
                 Line(LedgerAccount.AVAILABLE, tranche.amount),
             ],
         )
-        tranche.released_at = now
     return len(due)
 
 
@@ -80,7 +84,9 @@ def next_release(wallet_id: str | None) -> tuple[datetime | None, int | None]:
     if wallet_id is None:
         return None, None
     waiting = sa.and_(
-        SettlementRelease.wallet_id == wallet_id, SettlementRelease.released_at.is_(None)
+        SettlementRelease.wallet_id == wallet_id,
+        SettlementRelease.released_at.is_(None),
+        SettlementRelease.amount > 0,
     )
     at = db.session.scalar(sa.select(sa.func.min(SettlementRelease.release_at)).where(waiting))
     if at is None:

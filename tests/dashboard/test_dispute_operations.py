@@ -282,7 +282,7 @@ def test_staff_confirm_a_differing_amount_which_is_then_held_and_can_be_lost(
     confirm = f"{DESK}/{case['id']}/confirm-amount"
     too_much = _post(client, confirm, amount="999,99")
     assert too_much.status_code == 303
-    assert "the charge less its refunds" in _text(client.get(DESK))
+    assert "the charge less its completed refunds" in _text(client.get(DESK))
     assert _balance(client, shop)["available"] == before
     assert _post(client, confirm, amount="50,00").status_code == 303
     assert "R$ 50,00 held from the merchant" in _text(client.get(DESK))

@@ -209,3 +209,20 @@ def test_pages_need_a_signed_in_member(client):
         response = client.get(path)
         assert response.status_code == 302
         assert "/dashboard/login" in response.headers["Location"]
+
+
+def test_the_statement_names_refund_and_dispute_movements(app, client, shop):
+    """A funded refund and a dispute's hold read as what they are, not as posting kinds."""
+    payment_id = shop.paid_charge.removeprefix("ch_")
+    refund = shop.api.post(
+        f"/v1/payments/{payment_id}/refund",
+        json={"idempotencyKey": uuid.uuid4().hex, "amount": 1_000},
+        headers={"apikey": shop.merchant.api_key},
+    )
+    assert refund.status_code == 201 and refund.get_json()["pendingReason"] is None
+    shop.open_case  # noqa: B018 - a dispute on another paid charge: its hold
+    sign_in(client, shop.member(Role.OWNER))
+    page = _text(client.get(f"{PAGE}?mode=test"))
+    for label in ("Refund", "Dispute: amount held", "Payment received"):
+        assert f"<td>{label}<br>" in page, label
+    assert "refund_debit" not in page and "dispute_hold" not in page

@@ -153,6 +153,9 @@ TARGETS: dict[tuple[str, str], Callable[[Victim], Request]] = {
         {"payment_id": b.paid_charge}, {"idempotencyKey": uuid.uuid4().hex}
     ),
     ("GET", "/v1/payments/{payment_id}/refunds"): lambda b: Request({"payment_id": b.paid_charge}),
+    ("POST", "/v1/payments/{payment_id}/refunds/{refund_id}/cancel"): lambda b: Request(
+        {"payment_id": b.waiting_refund.payment_id, "refund_id": b.waiting_refund.id}
+    ),
     ("POST", "/v1/payments/{payment_id}/resend-webhook"): lambda b: Request(
         {"payment_id": b.announced_payment}
     ),
@@ -206,6 +209,7 @@ NOT_ACCOUNT_SCOPED: dict[tuple[str, str], str] = {
     ("GET", "/v1/pix/locations/{location_id}"): "public BR Code payload read by payers' banks; "
     "the unguessable location id is the credential (tests/api/test_charges.py)",
     ("GET", "/v1/pix/locations/{location_id}/qr.png"): "public QR image of the same location",
+    ("GET", "/v1/qr/{code_id}"): "the same public payload at the compact location of newer codes",
     ("POST", "/v1/admin/withdrawals/{withdrawal_id}/approve"): "platform staff act on every "
     "account's payouts; a merchant's token gets 403 (tests/api/test_withdrawals.py)",
     ("POST", "/v1/admin/withdrawals/{withdrawal_id}/reject"): "platform staff, as approve",
