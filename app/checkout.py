@@ -3,7 +3,8 @@
 It is public: anyone the merchant gives the address to (it holds the charge's raw id, which
 the merchant also sees in the API and webhooks) may open it, so it shows what a payer needs
 and nothing more: amount, merchant name, description, each method's instructions (Pix QR and
-code, boleto line and slip, Multibanco reference, crypto address), expiry and status. No
+code, boleto line and slip, Multibanco reference, crypto address) while it can still be
+paid (`charges.payability`, the rule the dashboard follows too), expiry and status. No
 customer data, txid, account id or end-to-end id is ever rendered. The page polls `/status`
 (a three-field JSON) from `static/checkout.js`, since the CSP forbids inline script.
 
@@ -61,7 +62,7 @@ def page(charge_id: str) -> str:
     """The payer's page; its state is rendered server-side and kept live by checkout.js."""
     charge = _charge(charge_id)
     status = PUBLIC_STATUS[charge.status]
-    can_simulate = charge.mode is KeyMode.TEST and status == PENDING and bool(charge.finalised_at)
+    payable = charges.payability(charge).allowed
     seconds_left = _seconds_left(charge, status)
     return render_template(
         "checkout/page.html",
@@ -70,11 +71,14 @@ def page(charge_id: str) -> str:
         status_labels=STATUS_LABELS,
         merchant_name=db.session.get(Account, charge.account_id).name,
         description=charge.metadata_.get("description"),
-        qr_src=_qr_src(charge),
+        payable=payable,
+        qr_src=_qr_src(charge) if payable else None,
         seconds_left=seconds_left,
         countdown=_countdown(seconds_left),
         test_mode=charge.mode is KeyMode.TEST,
-        simulate_form=SimulatePaymentForm(formdata=None) if can_simulate else None,
+        simulate_form=(
+            SimulatePaymentForm(formdata=None) if payable and charge.mode is KeyMode.TEST else None
+        ),
         method_names=METHOD_LABELS,
     )
 
@@ -98,8 +102,8 @@ def simulate_payment(charge_id: str) -> Response:
     """Pay a pending test-mode charge as the sandbox payer would (by the chosen method);
     live charges are 404.
 
-    A charge that is no longer pending (a double click, a stale tab) is left alone: paying it
-    again would make the sandbox return a second Pix to the payer.
+    A charge that can no longer be paid (a double click, a stale tab) is left alone: paying
+    it again would make the sandbox return a second Pix to the payer.
     """
     form = SimulatePaymentForm()
     if not form.validate_on_submit():
@@ -107,7 +111,7 @@ def simulate_payment(charge_id: str) -> Response:
     charge = _charge(charge_id)
     if charge.mode is not KeyMode.TEST:
         raise NotFound("No such charge.")
-    if PUBLIC_STATUS[charge.status] == PENDING:
+    if charges.payability(charge).allowed:
         sandbox.pay_by_method(charge, form.method.data or None)
         db.session.commit()
     return redirect(url_for("checkout.page", charge_id=charge.id), 303)
@@ -134,6 +138,7 @@ def card_page(charge_id: str) -> str:
         status=PUBLIC_STATUS[charge.status],
         status_labels=STATUS_LABELS,
         merchant_name=db.session.get(Account, charge.account_id).name,
+        payable=charges.payability(charge).allowed,
         form=TestCardForm(formdata=None),
     )
 
@@ -146,7 +151,7 @@ def card_payment(charge_id: str) -> Response:
     if not form.validate_on_submit():
         raise InvalidRequest("This form has expired. Reload the page and try again.")
     charge = _test_card_payment(charge_id)
-    if PUBLIC_STATUS[charge.status] == PENDING:
+    if charges.payability(charge).allowed:
         sandbox.pay_by_method(charge, CARD, approved=form.outcome.data == "approve")
         db.session.commit()
     return_url = charge.metadata_.get("returnUrl")

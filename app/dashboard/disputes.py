@@ -2,10 +2,12 @@
 and one case with its timeline, the appeal and accept forms and its evidence.
 
 Every read and write goes through `services.disputes`, the functions behind `/v1/med/cases`,
-so the pages show what the API answers and the forms obey its rules. Those functions know no
-roles (an API key acts for its whole account), so the role rule is kept here, as on the
-payments page: appealing, accepting and attaching evidence are for OWNER and ADMIN, and a
-MEMBER who posts by hand gets 403. A refusal by the service is shown as a flash message.
+so the pages show what the API answers and the forms obey its rules: a form is shown exactly
+when the service allows its action (`appealability`, `acceptability`, `attachability`). Those
+functions know no roles (an API key acts for its whole account), so the role rule is added
+here, as on the payments page: appealing, accepting and attaching evidence are for OWNER and
+ADMIN, and a MEMBER who posts by hand gets 403. A refusal by the service is shown as a flash
+message.
 
 Evidence never passes through this service: the page's script (static/evidence-upload.js)
 asks `create_evidence_upload` for a ticket, sends the file from the browser straight to the
@@ -54,9 +56,9 @@ from app.models import (
     EvidenceUploader,
     KeyMode,
 )
-from app.models.account import MANAGING_ROLES
 from app.models.base import utcnow
-from app.services import accounts, disputes
+from app.services import disputes
+from app.services.allowances import Allowance, manager_allowance
 from app.services.disputes import MAX_LIST_LIMIT, OUTCOME_EFFECTS, CaseQuery
 from app.storage import ALLOWED_TYPES, MAX_EVIDENCE_BYTES
 from app.templating import DISPLAY_TIMEZONE, money
@@ -207,7 +209,7 @@ def dispute_page(case_id: str) -> ResponseReturnValue:
 def appeal_dispute(case_id: str) -> ResponseReturnValue:
     """Contest an open case (OWNER and ADMIN only); the amount stays held until the decision."""
     mode = mode_arg()
-    _require_manager()
+    _role().require()
     form = AppealForm()
     if not form.validate_on_submit():
         return _detail_page(mode, case_id, appeal_form=form, status=400)
@@ -226,7 +228,7 @@ def appeal_dispute(case_id: str) -> ResponseReturnValue:
 def accept_dispute(case_id: str) -> ResponseReturnValue:
     """Give up an open case (OWNER and ADMIN only): final, the held amount goes to the payer."""
     mode = mode_arg()
-    _require_manager()
+    _role().require()
     form = AcceptDisputeForm()
     if not form.validate_on_submit():
         return _detail_page(mode, case_id, accept_form=form, status=400)
@@ -265,7 +267,7 @@ def create_evidence_upload(case_id: str) -> ResponseReturnValue:
     """Step 1 of 3 (OWNER and ADMIN only): JSON `{file_name, file_size, mime_type}` → 201 with
     the upload ticket and the address that confirms it (`complete_url`)."""
     mode = mode_arg()
-    _require_manager()
+    _role().require()
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         raise InvalidRequest("Send a JSON object with file_name, file_size and mime_type.")
@@ -293,7 +295,7 @@ def complete_evidence_upload(case_id: str, evidence_id: str) -> ResponseReturnVa
     """Step 3 of 3 (OWNER and ADMIN only): confirm the file reached the storage; the page the
     script reloads then lists it."""
     mode = mode_arg()
-    _require_manager()
+    _role().require()
     evidence = disputes.complete_upload(g.account_id, MODES[mode], case_id, evidence_id)
     db.session.commit()
     flash(f"Evidence attached: {evidence.file_name}.", "info")
@@ -349,6 +351,8 @@ def _detail_page(
 ) -> tuple[str, int]:
     case = disputes.get_case(g.account_id, MODES[mode], case_id)
     evidence = disputes.list_evidence(g.account_id, MODES[mode], case_id)
+    role = _role()
+    appealability, acceptability = disputes.appealability(case), disputes.acceptability(case)
     html = render_template(
         "dashboard/dispute.html",
         mode=mode,
@@ -358,7 +362,10 @@ def _detail_page(
         view_url=disputes.view_url,  # signed for 5 minutes from now, so made at render time
         timeline=timeline(case, evidence),
         outcome_effects=OUTCOME_EFFECTS,
-        can_manage=current_membership().role in MANAGING_ROLES,
+        can_appeal=(appealability & role).allowed,
+        can_accept=(acceptability & role).allowed,
+        can_attach=(disputes.attachability(case) & role).allowed,
+        answer_refusal=role.reason if appealability.allowed or acceptability.allowed else None,
         appeal_form=appeal_form or AppealForm(formdata=None),
         accept_form=accept_form or AcceptDisputeForm(formdata=None),
         accepted_types=",".join(sorted(ALLOWED_TYPES)),
@@ -438,5 +445,6 @@ def _choice(name: str, allowed: tuple[str, ...]) -> str | None:
     return value
 
 
-def _require_manager() -> None:
-    accounts.require_manager(current_membership(), ROLE_REFUSAL, "DISPUTE_ROLE_REQUIRED")
+def _role() -> Allowance:
+    """Answering disputes and attaching evidence are for the account's OWNER and ADMIN."""
+    return manager_allowance(current_membership(), ROLE_REFUSAL, "DISPUTE_ROLE_REQUIRED")

@@ -232,6 +232,10 @@ class CancelPaymentForm(FlaskForm):
     )
 
 
+class CancelRefundForm(CancelPaymentForm):
+    """The cancel button of a refund waiting for funds: a double click cancels it once."""
+
+
 class PixPayoutForm(FlaskForm):
     """A Pix payout from the dashboard; the payout rules (who may, the key, the balance, the
     caps) are the service's, so the form only checks what it must to build the request.

@@ -6,9 +6,12 @@ and the stats view with its daily volume chart.
 
 Every read and write goes through the services behind `/v1/payments` and `/v1/charges`
 (`payments`, `refunds`, `receipts`, `payment_stats`, `charges`), so the pages show what the
-API answers and the forms obey the API's rules. Those services know no roles (an API key acts
-for its whole account), so the role rule is kept here: cancelling and refunding are for OWNER
-and ADMIN (`accounts.require_manager`), and a MEMBER who posts the form by hand gets 403.
+API answers and the forms obey the API's rules. A button or form is shown exactly when its
+action would succeed: the services' allowances (`payments.cancellability`,
+`refunds.refundability`, `refunds.cancellability`, `charges.payability`) and the role rule
+say so. Those services know no roles (an API key acts for its whole account), so the role
+rule is added here: cancelling and refunding are for OWNER and ADMIN (`manager_allowance`),
+and a MEMBER who posts the form by hand gets 403.
 Filters live in the query string so a reload, a shared link or a page link keeps them.
 """
 
@@ -33,7 +36,13 @@ from app.dashboard import bp
 from app.dashboard.charges import MODES
 from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
 from app.dashboard.filters import QueryFilters, date_arg, day_start
-from app.dashboard.forms import CancelPaymentForm, RefundForm, TestChargeForm, TestPaymentForm
+from app.dashboard.forms import (
+    CancelPaymentForm,
+    CancelRefundForm,
+    RefundForm,
+    TestChargeForm,
+    TestPaymentForm,
+)
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.dashboard.wallets import mode_arg, page_arg
@@ -42,18 +51,12 @@ from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUS, checkout_url
 from app.formats.payments import METHOD_LABELS, payment_fields, transaction_id
 from app.methods import boleto
-from app.models import SETTLED_STATUSES, KeyMode, Origin, Transaction, TransactionStatus
-from app.models.account import MANAGING_ROLES
+from app.models import KeyMode, Origin, PendingReason, Refund, Transaction, TransactionStatus
 from app.models.base import utcnow
-from app.services import accounts, charges, payment_stats, payments, receipts, refunds
+from app.services import charges, payment_stats, payments, receipts, refunds
+from app.services.allowances import Allowance, manager_allowance
 from app.services.charges import RESERVED_METADATA_KEYS, Customer, NewCharge
-from app.services.payments import (
-    CANCELLABLE,
-    DEFAULT_PAGE_LIMIT,
-    MAX_PAGE_LIMIT,
-    NewPayment,
-    PaymentQuery,
-)
+from app.services.payments import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, NewPayment, PaymentQuery
 from app.services.refunds import RefundOrder
 from app.templating import DISPLAY_TIMEZONE, money
 
@@ -95,6 +98,13 @@ REFUND_FIELD_FOR_PARAM = {
     "destinationKey": "destination_key",
     "passFeeToTenant": "pass_fee_to_tenant",
 }
+WAITING_FOR_FUNDS = {
+    PendingReason.CHARGE_PENDING: (
+        "Waiting for funds: the payment's settlement has not been released yet"
+    ),
+    PendingReason.INSUFFICIENT_FUNDS: "Waiting for funds: the balance does not cover it",
+}
+ROLE_REFUSAL = "Only an OWNER or ADMIN of the account can cancel or refund payments."
 CHARGE_FIELD_FOR_PARAM = {
     "amount": "amount",
     "description": "description",
@@ -343,7 +353,7 @@ def payment_page(payment_id: str) -> ResponseReturnValue:
 def cancel_payment(payment_id: str) -> ResponseReturnValue:
     """WAITING_PAYMENT, PENDING or PROCESSING → CANCELLED (OWNER and ADMIN only)."""
     mode = mode_arg()
-    _require_manager()
+    _role().require()
     form = CancelPaymentForm()
     if not form.validate_on_submit():
         return _detail_page(mode, payment_id, cancel_form=form, status=400)
@@ -360,9 +370,9 @@ def cancel_payment(payment_id: str) -> ResponseReturnValue:
 @member_required
 def refund_payment(payment_id: str) -> ResponseReturnValue:
     """Refund a PAID or APPROVED transaction in full or in part (OWNER and ADMIN only); the
-    wallet is debited at once and the provider is asked in a job."""
+    wallet is debited when it can fund it, and the provider is asked in a job."""
     mode = mode_arg()
-    _require_manager()
+    _role().require()
     form = RefundForm()
     if not form.validate_on_submit():
         return _detail_page(mode, payment_id, refund_form=form, status=400)
@@ -378,11 +388,29 @@ def refund_payment(payment_id: str) -> ResponseReturnValue:
         return _detail_page(mode, payment_id, refund_form=form, status=error.status)
     _, rows = refunds.list_refunds(g.account_id, MODES[mode], payment_id)
     refund = next(row for row in rows if row.id == refund_id)
-    flash(
-        f"Refund of {money(refund.amount, refund.currency)} requested ({refund.status}): "
-        "it was debited from your wallet and is being sent to the provider.",
-        "info",
-    )
+    flash(f"Refund of {money(refund.amount, refund.currency)} {_requested(refund)}", "info")
+    return redirect(url_for("dashboard.payment_page", payment_id=payment_id, mode=mode), 303)
+
+
+@bp.post("/payments/<payment_id>/refunds/<refund_id>/cancel")
+@member_required
+def cancel_refund(payment_id: str, refund_id: str) -> ResponseReturnValue:
+    """Withdraw a refund still waiting for funds (OWNER and ADMIN only): it ends FAILED,
+    and nothing was debited."""
+    mode = mode_arg()
+    _role().require()
+    form = CancelRefundForm()
+    if not form.validate_on_submit():
+        return _detail_page(mode, payment_id, cancel_refund_form=form, status=400)
+    try:
+        submit_once(
+            form,
+            lambda: refunds.cancel_refund(g.account_id, MODES[mode], payment_id, refund_id).id,
+        )
+    except ApiError as error:
+        show_error(form, error, {})
+        return _detail_page(mode, payment_id, cancel_refund_form=form, status=error.status)
+    flash("Refund cancelled: nothing was debited, and it will not be sent.", "info")
     return redirect(url_for("dashboard.payment_page", payment_id=payment_id, mode=mode), 303)
 
 
@@ -435,10 +463,16 @@ def _detail_page(
     *,
     cancel_form: CancelPaymentForm | None = None,
     refund_form: RefundForm | None = None,
+    cancel_refund_form: CancelRefundForm | None = None,
     status: int = 200,
 ) -> tuple[str, int]:
     payment, refund_rows = refunds.list_refunds(g.account_id, MODES[mode], payment_id)
     metadata = payment.metadata_
+    role = _role()
+    cancellability = payments.cancellability(payment)
+    refundability = refunds.refundability(payment)
+    waiting = [refund for refund in refund_rows if refunds.cancellability(refund).allowed]
+    anything_allowed = cancellability.allowed or refundability.allowed or bool(waiting)
     html = render_template(
         "dashboard/payment.html",
         mode=mode,
@@ -456,14 +490,19 @@ def _detail_page(
         failure=metadata.get("failure"),
         phone=metadata.get(payments.PHONE_KEY),
         metadata={k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS},
+        payable=charges.payability(payment).allowed,
         refunds=refund_rows,
-        refundable=payment.amount - refunds.refunded_or_in_flight(payment),
-        can_manage=current_membership().role in MANAGING_ROLES,
-        can_cancel=payment.status in CANCELLABLE,
-        can_refund=payment.status in SETTLED_STATUSES,
+        waiting_for_funds=WAITING_FOR_FUNDS,
+        refundability=refundability,
+        can_cancel=(cancellability & role).allowed,
+        can_refund=(refundability & role).allowed,
+        # A fresh idempotency key per refund whose cancel button is shown.
+        cancellable_refunds={refund.id: new_form_key() for refund in waiting if role.allowed},
+        role_refusal=role.reason if anything_allowed else None,
         is_pix=payment.paid_with == PIX,
         cancel_form=cancel_form or CancelPaymentForm(formdata=None, idempotency_key=new_form_key()),
         refund_form=refund_form or RefundForm(formdata=None, idempotency_key=new_form_key()),
+        cancel_refund_form=cancel_refund_form or CancelRefundForm(formdata=None),
     )
     db.session.commit()  # a transaction found expired on read
     return html, status
@@ -564,11 +603,21 @@ def _chart_currency(currencies: list[str]) -> str:
     return asked or (currencies[0] if currencies else payments.DEFAULT_CURRENCY)
 
 
-def _require_manager() -> None:
-    accounts.require_manager(
-        current_membership(),
-        "Only an OWNER or ADMIN of the account can cancel or refund payments.",
-        "PAYMENT_ROLE_REQUIRED",
+def _role() -> Allowance:
+    """Cancelling and refunding are for the account's OWNER and ADMIN."""
+    return manager_allowance(current_membership(), ROLE_REFUSAL, "PAYMENT_ROLE_REQUIRED")
+
+
+def _requested(refund: Refund) -> str:
+    """What became of a refund just requested, for the flash message."""
+    if refund.pending_reason is not None:
+        return (
+            f"requested ({refund.status}). {WAITING_FOR_FUNDS[refund.pending_reason]}. It is "
+            "debited and sent as soon as the money is there; you can cancel it until then."
+        )
+    return (
+        f"requested ({refund.status}): it was debited from your wallet and is being sent to "
+        "the provider."
     )
 
 

@@ -1,5 +1,6 @@
 """Payouts in the dashboard: the list with its filters and CSV export, the Pix payout request
-form, and cancelling a request while it is still PENDING.
+form, and cancelling a request while it is still PENDING (a Cancel button exactly where
+`payouts.cancellability` allows it).
 
 Every read and write goes through `app.services.payouts`, the functions behind
 `/v1/withdrawals`, so the rules live in one place: a MEMBER who posts the request form by
@@ -27,8 +28,8 @@ from app.dashboard.wallets import mode_arg, page_arg
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db
 from app.models import Withdrawal, WithdrawalStatus, WithdrawalType
-from app.models.account import MANAGING_ROLES
 from app.services import payouts, wallets
+from app.services.allowances import manager_allowance
 from app.services.payouts import NewPayout
 from app.templating import money
 
@@ -150,7 +151,8 @@ def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
         last_page=max(1, math.ceil(total / PER_PAGE)),
         statuses=STATUSES,
         form=form,
-        can_request=membership.role in MANAGING_ROLES,
+        can_request=manager_allowance(membership).allowed,
+        cancellable={p.id for p in rows if payouts.cancellability(p, membership).allowed},
         available=wallets.balance(g.account_id, mode, wallets.PRIMARY_CURRENCY).available,
         confirm_form=ConfirmForm(formdata=None),
         destination=destination,

@@ -3,9 +3,10 @@ the secret, delete, recover failed deliveries), the delivery log with its filter
 export, and one delivery with what was sent and answered, and a resend button.
 
 Every read and write goes through `app.services.webhooks`, the functions behind
-`/v1/webhooks`, so the page obeys the API's rules. The service knows no roles (an API key
-acts for its whole account), so the role rule is kept here: managing endpoints is for OWNER
-and ADMIN, and a MEMBER who posts a form by hand gets 403. A signing secret is shown only in
+`/v1/webhooks`, so the page obeys the API's rules: the recover and resend buttons show exactly
+where `webhooks.resendability` allows them. The service knows no roles (an API key acts for
+its whole account), so the role rule is added here: managing endpoints is for OWNER and
+ADMIN, and a MEMBER who posts a form by hand gets 403. A signing secret is shown only in
 the answer to the POST that made it: never in a redirect, a flash or the session.
 """
 
@@ -37,8 +38,8 @@ from app.dashboard.wallets import mode_arg, page_arg
 from app.errors import Conflict, InvalidRequest
 from app.extensions import db
 from app.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookEndpoint
-from app.models.account import MANAGING_ROLES
-from app.services import accounts, event_catalog, webhooks
+from app.services import event_catalog, webhooks
+from app.services.allowances import Allowance, manager_allowance
 from app.templating import DISPLAY_TIMEZONE
 
 PER_PAGE = 25
@@ -99,7 +100,7 @@ def managers_only(view: Callable) -> Callable:
 
     @wraps(view)
     def wrapper(*args, **kwargs):
-        _check_manager()
+        _role().require()
         return view(*args, **kwargs)
 
     return wrapper
@@ -112,7 +113,7 @@ def webhooks_page() -> ResponseReturnValue:
     mode = mode_arg()
     editing = None
     if request.args.get("edit"):
-        _check_manager()
+        _role().require()
         endpoint = webhooks.get_endpoint(g.account_id, MODES[mode], request.args["edit"])
         editing = Editing(endpoint, WebhookEndpointEditForm(formdata=None, obj=endpoint))
     return _endpoints_page(mode, editing=editing)
@@ -286,11 +287,13 @@ def webhook_delivery_page(delivery_id: str) -> ResponseReturnValue:
     mode = mode_arg()
     delivery = webhooks.get_delivery(g.account_id, MODES[mode], delivery_id)
     endpoints = {e.id: e for e in webhooks.list_endpoints(g.account_id, MODES[mode])}
+    endpoint = endpoints.get(delivery.endpoint_id)  # None once deleted: nothing to resend to
+    role = _role()
     return render_template(
         "dashboard/webhook_delivery.html",
         mode=mode,
         delivery=delivery,
-        endpoint=endpoints.get(delivery.endpoint_id),
+        endpoint=endpoint,
         payload=json.dumps(delivery.payload, indent=2, ensure_ascii=False),
         headers=_sent_headers(delivery),
         signature_format=(
@@ -298,7 +301,8 @@ def webhook_delivery_page(delivery_id: str) -> ResponseReturnValue:
             if delivery.event_type in event_catalog.LEGACY_EVENTS
             else "t=<unix time>,v1=<hex>"
         ),
-        can_manage=current_membership().role in MANAGING_ROLES,
+        can_manage=role.allowed,
+        can_resend=endpoint is not None and (webhooks.resendability(endpoint) & role).allowed,
         confirm_form=ConfirmForm(formdata=None),
     )
 
@@ -330,12 +334,15 @@ def _endpoints_page(
     shown: ShownSecret | None = None,
     status: int = 200,
 ) -> tuple[str, int]:
+    endpoints = webhooks.list_endpoints(g.account_id, MODES[mode])
+    role = _role()
     html = render_template(
         "dashboard/webhooks.html",
         mode=mode,
-        endpoints=webhooks.list_endpoints(g.account_id, MODES[mode]),
+        endpoints=endpoints,
         failing=webhooks.failing_endpoints(g.account_id, MODES[mode]),
-        can_manage=current_membership().role in MANAGING_ROLES,
+        can_manage=role.allowed,
+        recoverable={e.id for e in endpoints if (webhooks.resendability(e) & role).allowed},
         add_form=add_form or WebhookEndpointForm(formdata=None),
         editing=editing,
         shown=shown,
@@ -347,8 +354,9 @@ def _endpoints_page(
     return html, status
 
 
-def _check_manager() -> None:
-    accounts.require_manager(
+def _role() -> Allowance:
+    """Managing endpoints and deliveries is for the account's OWNER and ADMIN."""
+    return manager_allowance(
         current_membership(),
         "Only an OWNER or ADMIN of the account can manage webhooks.",
         "WEBHOOK_ROLE_REQUIRED",

@@ -11,11 +11,12 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from email_validator import EmailNotValidError, validate_email
 
-from app.errors import InvalidRequest, PermissionDenied, Unauthorized
+from app.errors import InvalidRequest, Unauthorized
 from app.extensions import db
 from app.models import Account, ApiKey, Membership, Role, User
 from app.models.account import MANAGING_ROLES
 from app.services import audit
+from app.services.allowances import manager_allowance
 
 MIN_PASSWORD_LENGTH = 10
 _hasher = PasswordHasher()
@@ -214,5 +215,4 @@ def update_settings(account: Account, changes: dict, *, via: str) -> dict:
 
 def require_manager(membership: Membership, refusal: str, code: str) -> None:
     """Managing keys, payouts and webhooks is for the account's OWNER and ADMIN only."""
-    if not (membership.active and membership.role in MANAGING_ROLES):
-        raise PermissionDenied(refusal, code=code)
+    manager_allowance(membership, refusal, code).require()

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from app.errors import InvalidRequest, ServiceUnavailable
+from app.errors import Conflict, InvalidRequest, ServiceUnavailable
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
@@ -19,6 +19,7 @@ from app.pix.brcode import MAX_AMOUNT_LENGTH
 from app.providers import provider_for
 from app.providers.base import PixCharge, PixChargeRequest, ProviderError, ProviderRefused
 from app.services import customers, fraud, transactions
+from app.services.allowances import ALLOWED, Allowance, refused
 from app.services.transactions import AWAITING_PAYMENT
 
 PIX = "PIX"
@@ -211,6 +212,17 @@ def _is_overdue(charge: Transaction, now: datetime) -> bool:
         charge.status in AWAITING_PAYMENT
         and charge.expires_at is not None
         and (charge.expires_at <= now)
+    )
+
+
+def payability(charge: Transaction) -> Allowance:
+    """May the payer still pay it? Only once its instructions are issued and until it is
+    paid, expired, cancelled or refused: the QR code and copy-and-paste code are shown
+    exactly while this allows. Every read expires an overdue charge first."""
+    if charge.status is TransactionStatus.WAITING_PAYMENT:
+        return ALLOWED
+    return refused(
+        Conflict(f"A {charge.status} transaction cannot be paid.", code="transaction_not_payable")
     )
 
 

@@ -17,7 +17,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from app.config import PAYMENT_METHODS
 from app.errors import InvalidRequest, ServiceUnavailable, Unprocessable
-from app.extensions import URGENT_QUEUE, db
+from app.extensions import MONEY_QUEUE, db
 from app.formats.charges import raw_id
 from app.formats.payments import TRANSACTION_ID_PREFIX, payment_event_data
 from app.jobs.queueing import enqueue_after_commit
@@ -33,6 +33,7 @@ from app.providers.base import (
     ProviderStatus,
 )
 from app.services import charges, customers, fraud, pix_payments, settlement, transactions, webhooks
+from app.services.allowances import ALLOWED, Allowance, refused
 from app.services.events import record_event
 
 S = TransactionStatus
@@ -146,7 +147,7 @@ def create_payment(account_id: str, mode: KeyMode, new: NewPayment) -> Transacti
     )
     db.session.add(payment)
     db.session.flush()
-    enqueue_after_commit(db.session(), URGENT_QUEUE, FINALISE_JOB, payment.id)
+    enqueue_after_commit(db.session(), MONEY_QUEUE, FINALISE_JOB, payment.id)
     return payment
 
 
@@ -262,12 +263,7 @@ def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
     withdrawn before any money is returned, so a refusal there returns nothing; a held Pix
     has used its Pix instructions (the cob is paid), so only the others are withdrawn."""
     payment = transactions.lock(get_payment(account_id, mode, payment_id).id)
-    if payment.status not in CANCELLABLE:
-        raise InvalidRequest(
-            f"A {payment.status} transaction cannot be cancelled; only WAITING_PAYMENT, "
-            "PENDING or PROCESSING ones can (refund a paid one instead).",
-            code="transaction_not_cancellable",
-        )
+    cancellability(payment).require()
     held = pix_payments.returnable_held(payment)
     provider = provider_named(payment.provider, payment.mode)
     try:
@@ -286,6 +282,20 @@ def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
         ) from error
     mark_cancelled(payment, "Cancelled by the merchant.")
     return payment
+
+
+def cancellability(payment: Transaction) -> Allowance:
+    """May the merchant cancel it now? Only before it is settled: a settled transaction is
+    refunded instead. The provider may still refuse (paid meanwhile); that shows on trying."""
+    if payment.status in CANCELLABLE:
+        return ALLOWED
+    return refused(
+        InvalidRequest(
+            f"A {payment.status} transaction cannot be cancelled; only WAITING_PAYMENT, "
+            "PENDING or PROCESSING ones can (refund a paid one instead).",
+            code="transaction_not_cancellable",
+        )
+    )
 
 
 def mark_cancelled(payment: Transaction, reason: str) -> None:

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from flask import current_app
 
 from app.errors import ApiError, Conflict, InvalidRequest, NotFound, PermissionDenied
-from app.extensions import db
+from app.extensions import MONEY_QUEUE, db
 from app.formats.payouts import payout_object, withdrawal_event_data
 from app.jobs.queueing import enqueue_after_commit
 from app.models import (
@@ -40,9 +40,11 @@ from app.pix.documents import strip_formatting, tax_id_kind
 from app.providers import payout_provider_for, provider_named
 from app.providers.base import PayoutRejected, PayoutRequest
 from app.services import accounts, audit, fees, ledger, wallets
+from app.services.allowances import Allowance, manager_allowance, refused
 from app.services.business_days import SAO_PAULO
 from app.services.events import record_event
 from app.services.ledger import Line
+from app.services.state_machine import StateMachine
 
 W = WithdrawalStatus
 ROLE_REQUIRED = "WITHDRAWAL_ROLE_REQUIRED"
@@ -64,6 +66,7 @@ TRANSITIONS: dict[WithdrawalStatus, frozenset[WithdrawalStatus]] = {
     W.APPROVED: frozenset({W.PROCESSING}),
     W.PROCESSING: frozenset({W.COMPLETED, W.FAILED}),
 }
+PAYOUT_MACHINE = StateMachine("withdrawal", TRANSITIONS)
 EVENTS_ON_ENTRY: dict[WithdrawalStatus, tuple[str, ...]] = {
     W.PENDING: ("payout.created", "withdrawal.created"),
     W.COMPLETED: ("payout.paid", "withdrawal.completed"),
@@ -169,17 +172,25 @@ def cancel(membership: Membership, withdrawal_id: str) -> Withdrawal:
     withdrawal = _lock(withdrawal_id)
     if withdrawal.account_id != membership.account_id:
         raise NotFound("No such withdrawal.")
-    accounts.require_manager(
-        membership, "Only the account's OWNER or ADMIN may cancel payouts.", ROLE_REQUIRED
-    )
-    if withdrawal.status is not W.PENDING:
-        raise InvalidRequest(
-            f"Only a PENDING withdrawal can be cancelled; this one is {withdrawal.status}.",
-            code="withdrawal_not_cancellable",
-        )
+    cancellability(withdrawal, membership).require()
     _transition(withdrawal, W.CANCELLED)
     _audit(withdrawal, membership.user_id, "payout.cancelled")
     return withdrawal
+
+
+def cancellability(withdrawal: Withdrawal, membership: Membership) -> Allowance:
+    """May this member withdraw the request? An OWNER or ADMIN, while it is PENDING: once
+    approved, its money is debited and on its way."""
+    role = manager_allowance(
+        membership, "Only the account's OWNER or ADMIN may cancel payouts.", ROLE_REQUIRED
+    )
+    if withdrawal.status is W.PENDING:
+        return role
+    not_pending = InvalidRequest(
+        f"Only a PENDING withdrawal can be cancelled; this one is {withdrawal.status}.",
+        code="withdrawal_not_cancellable",
+    )
+    return role & refused(not_pending)
 
 
 def start_processing(withdrawal_id: str, now: datetime | None = None) -> Withdrawal | None:
@@ -367,7 +378,7 @@ def _approve(
     withdrawal.decided_by_user_id = actor_user_id
     _transition(withdrawal, W.APPROVED)
     _audit(withdrawal, actor_user_id, "payout.approved")
-    enqueue_after_commit(db.session(), "default", PROCESS_JOB, withdrawal.id)
+    enqueue_after_commit(db.session(), MONEY_QUEUE, PROCESS_JOB, withdrawal.id)
 
 
 def _complete(withdrawal_id: str, reference: str) -> None:
@@ -423,13 +434,7 @@ def _book_outcome(
 
 
 def _transition(withdrawal: Withdrawal, to: WithdrawalStatus) -> None:
-    previous = withdrawal.status
-    if to not in TRANSITIONS.get(previous, frozenset()):
-        raise Conflict(
-            f"A withdrawal in status {previous} cannot become {to}.",
-            code="invalid_status_transition",
-        )
-    withdrawal.status = to
+    previous = PAYOUT_MACHINE.move(withdrawal, to)
     withdrawal.updated_at = utcnow()
     _record_events(withdrawal, previous)
 

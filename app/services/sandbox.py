@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from flask import current_app
 
-from app.errors import Conflict, InvalidRequest, NotFound
+from app.errors import InvalidRequest, NotFound
 from app.models import (
     DisputeCase,
     DisputeType,
@@ -23,7 +23,7 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix.identifiers import new_end_to_end_id
 from app.providers.sandbox import SANDBOX_ISPB
-from app.services import disputes, payments, pix_payments, transactions
+from app.services import charges, disputes, payments, pix_payments, transactions
 
 SANDBOX_PAYER_CPF = "52998224725"
 SANDBOX_PAYER_NAME = "Pagador Sandbox"
@@ -83,10 +83,7 @@ def pay_by_method(
     if method == payments.PIX and locked.status is not TransactionStatus.PENDING:
         simulate_payment(locked)  # also when no longer payable: the Pix is then returned
         return locked
-    if locked.status is not TransactionStatus.WAITING_PAYMENT:
-        raise Conflict(
-            f"A {locked.status} transaction cannot be paid.", code="transaction_not_payable"
-        )
+    charges.payability(locked).require()
     return payments.settle(locked, method, paid_at=utcnow(), approved=approved)
 
 

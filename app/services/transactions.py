@@ -9,13 +9,14 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from app.errors import Conflict, NotFound
+from app.errors import NotFound
 from app.extensions import db
 from app.formats.charges import charge_object
 from app.formats.payments import payment_event_data
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.services.events import record_event
+from app.services.state_machine import StateMachine
 
 S = TransactionStatus
 AWAITING_PAYMENT = frozenset({S.PENDING, S.WAITING_PAYMENT})
@@ -33,6 +34,7 @@ TRANSITIONS: dict[TransactionStatus, frozenset[TransactionStatus]] = {
     S.DISPUTE: frozenset({S.PAID, S.APPROVED}),
     S.CHARGEBACK: frozenset({S.APPROVED}),
 }
+TRANSACTION_MACHINE = StateMachine("transaction", TRANSITIONS)
 
 # Events recorded on entering a status: canonical first, then the legacy family.
 EVENTS_ON_ENTRY: dict[TransactionStatus, tuple[str, ...]] = {
@@ -87,13 +89,7 @@ def transition(
     """Move `transaction` to `to` (the caller holds its lock) and record the events;
     `event_details` adds fields to the legacy `payment.*` data (the refund behind it).
     `record_events=False` is for moves whose own events tell the story (a dispute's end)."""
-    previous = transaction.status
-    if to not in TRANSITIONS.get(previous, frozenset()):
-        raise Conflict(
-            f"A transaction in status {previous} cannot become {to}.",
-            code="invalid_status_transition",
-        )
-    transaction.status = to
+    previous = TRANSACTION_MACHINE.move(transaction, to)
     transaction.updated_at = at or utcnow()
     for event_type in EVENTS_ON_ENTRY.get(to, ()) if record_events else ():
         record_event(

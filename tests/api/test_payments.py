@@ -387,7 +387,7 @@ def test_pix_code_parses_and_its_qr_is_a_png(app, redis, client, api_key):
     code = brcode.parse(payment["pixCopyPaste"])
     assert code.is_dynamic and code.amount_cents == 25_000
     assert code.merchant_name == "Padaria Sao Joao"
-    assert code.location.startswith("localhost/v1/pix/locations/")
+    assert code.location.startswith("localhost/v1/qr/")
     lifetime = _when(payment["pixExpiresAt"]) - _when(payment["createdAt"])
     assert timedelta(minutes=59) < lifetime < timedelta(minutes=61)
     image = client.get(urlsplit(payment["pixQrCode"]).path)

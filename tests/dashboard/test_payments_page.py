@@ -673,16 +673,17 @@ def test_refund_refusals_show_the_services_message_beside_the_field(app, redis, 
     assert available(client, merchant) == before
 
 
-def test_a_refund_the_wallet_cannot_cover_is_refused_on_the_form(
-    app, redis, client, owner, api_key
-):
-    payment = paid(app, redis, client, api_key)  # its money is pending until D+1
+def test_a_refund_the_wallet_cannot_cover_yet_waits_for_funds(app, redis, client, owner, api_key):
+    payment = paid(app, redis, client, api_key)  # its settlement, less fees, is all there is
     sign_in(client, owner)
     detail = f"{PAGE}/{payment['id']}"
     response = client.post(f"{detail}/refund", data=_form(client, detail))
-    assert response.status_code == 400
-    assert "does not cover the refund" in _text(response)
-    assert _refunds(app, payment["id"]) == []
+    assert response.status_code == 303
+    text = _text(client.get(detail))
+    assert "Refund of R$ 250,00 requested (PENDING). Waiting for funds: the balance" in text
+    assert "Waiting for funds: the balance does not cover it." in text
+    assert "Cancel refund" in text and "Request refund" not in text
+    assert _refunds(app, payment["id"]) == [(25_000, RefundStatus.PENDING)]
 
 
 def test_a_card_refund_form_has_no_pix_options(app, redis, client, owner, api_key):

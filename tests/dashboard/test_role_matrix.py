@@ -74,6 +74,7 @@ WHO_MAY_ACT = {
     "dashboard.revoke_api_key": Audience.MANAGER,
     "dashboard.cancel_payment": Audience.MANAGER,
     "dashboard.refund_payment": Audience.MANAGER,
+    "dashboard.cancel_refund": Audience.MANAGER,
     "dashboard.appeal_dispute": Audience.MANAGER,
     "dashboard.accept_dispute": Audience.MANAGER,
     "dashboard.create_evidence_upload": Audience.MANAGER,

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from rq import SimpleWorker
 
 from app.dashboard import webhooks as webhook_pages
-from app.extensions import db, get_queue
+from app.extensions import WEBHOOK_QUEUE, db, get_queue
 from app.jobs import webhooks as webhook_jobs
 from app.models import EndpointStatus, KeyMode, Role, WebhookDelivery, WebhookEndpoint
 from app.services import secrets_box, webhooks
@@ -127,7 +127,7 @@ def _secret(app, endpoint_id: str) -> str:
 
 def _run_worker(app, redis) -> None:
     with app.app_context():
-        SimpleWorker([get_queue("default")], connection=redis).work(burst=True)
+        SimpleWorker([get_queue(WEBHOOK_QUEUE)], connection=redis).work(burst=True)
 
 
 def _relayed(app, client, api_key, charges: int = 1) -> None:

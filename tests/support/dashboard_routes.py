@@ -41,6 +41,12 @@ class Delivery:
 
 
 @dataclass(frozen=True)
+class WaitingRefund:
+    id: str
+    payment_id: str
+
+
+@dataclass(frozen=True)
 class Action:
     """What the page sends to act on a route: path values, and a form or the upload script's
     JSON (whose CSRF token travels in the X-CSRFToken header)."""
@@ -138,6 +144,25 @@ class Shop:
         return ticket["id"]
 
     @cached_property
+    def waiting_refund(self) -> WaitingRefund:
+        """A refund waiting for funds: asked while a dispute on a larger unreleased charge
+        held more than the wallet had available. The dispute is then won, so the wallet is
+        whole again for the other objects; the refund waits for the next funding run."""
+        payment_id = charges.raw(self.paid_charge)  # first: paying it releases every tranche
+        larger = d.paid_charge(self.app, self.api, self.merchant, amount=2 * FUNDS, released=False)
+        case = d.opened(self.api, self.merchant, larger["id"])
+        response = self.api.post(
+            f"/v1/payments/{payment_id}/refund",
+            json={"idempotencyKey": form_key()},
+            headers={"apikey": self.merchant.api_key},
+        )
+        assert response.status_code == 201, response.get_json()
+        assert response.get_json()["pendingReason"] == "charge_pending"
+        won = d.decide(self.api, self.merchant.api_key, case["id"], "refunded_to_merchant")
+        assert won.status_code == 200, won.get_json()
+        return WaitingRefund(response.get_json()["id"], payment_id)
+
+    @cached_property
     def endpoint_id(self) -> str:
         with self.app.app_context():
             endpoint, _ = webhooks.create_endpoint(
@@ -214,6 +239,13 @@ ACTIONS: dict[str, Callable[[Shop], Action]] = {
     "dashboard.refund_payment": lambda shop: Action(
         values={"payment_id": shop.paid_charge},
         form={"strategy": "devolution", "idempotency_key": form_key()},
+    ),
+    "dashboard.cancel_refund": lambda shop: Action(
+        values={
+            "payment_id": shop.waiting_refund.payment_id,
+            "refund_id": shop.waiting_refund.id,
+        },
+        form={"idempotency_key": form_key()},
     ),
     "dashboard.appeal_dispute": lambda shop: Action(
         values={"case_id": shop.open_case}, form={"reason": "Produto entregue ao cliente."}
