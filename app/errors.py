@@ -142,13 +142,15 @@ def _plain_message(exc: HTTPException) -> str:
     return exc.description or HTTPStatus(exc.code or 500).phrase + "."
 
 
-def error_envelope(error: ApiError) -> dict:
+def error_envelope(error: ApiError, request_id: str | None = None) -> dict:
+    """The contract's envelope; `request_id` only where no request context exists (the web
+    worker's own answers, app/web_worker.py)."""
     body: dict = {"type": error.type, "code": error.code, "message": error.message}
     if error.param:
         body["param"] = error.param
     if error.details:
         body["details"] = error.details
-    return {"error": body, "request_id": current_request_id()}
+    return {"error": body, "request_id": request_id or current_request_id()}
 
 
 def current_request_id() -> str:
@@ -157,8 +159,12 @@ def current_request_id() -> str:
 
 def _assign_request_id() -> str:
     sent = request.headers.get(REQUEST_ID_HEADER, "")
-    g.request_id = sent if _CLIENT_REQUEST_ID.match(sent) else f"req_{uuid.uuid4().hex}"
+    g.request_id = sent if _CLIENT_REQUEST_ID.match(sent) else new_request_id()
     return g.request_id
+
+
+def new_request_id() -> str:
+    return f"req_{uuid.uuid4().hex}"
 
 
 def wants_json(path: str) -> bool:
