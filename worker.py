@@ -1,4 +1,11 @@
-"""RQ worker entry point: `python worker.py` (as many processes as needed, on any machine).
+"""RQ worker entry point: `python worker.py [money|webhooks] [--processes N]`.
+
+A role is the queues its processes take, so money jobs never wait behind a merchant's slow
+webhook endpoint: `money` (payment finalisation, refunds, payouts, releases, expiry, then the
+`default` housekeeping queue) and `webhooks` (relay, deliveries, their sweep); no role takes
+every queue (tests, a one-process development setup). `--processes N` runs N workers under
+RQ's WorkerPool: it forks them, passes SIGINT/SIGTERM on for a warm shutdown, replaces one that
+died and exits once all have stopped.
 
 The app context is pushed once, and each job runs in this process (RQ's SimpleWorker, no
 fork): the database connection pool, SQLAlchemy's compiled statements and the imports stay
@@ -12,12 +19,15 @@ abandoned). Every job's outcome, run time and queue wait are recorded in Redis f
 timeout for the blocking pops, while jobs keep the app's fail-fast client.
 """
 
+import argparse
+
 from redis import Redis
 from rq import Queue, SimpleWorker
 from rq.timeouts import UnixSignalDeathPenalty
+from rq.worker_pool import WorkerPool
 
 from app import create_app
-from app.extensions import QUEUE_NAMES, db
+from app.extensions import DEFAULT_QUEUE, MONEY_QUEUE, QUEUE_NAMES, WEBHOOK_QUEUE, db
 from app.monitoring.jobs import record_job
 
 
@@ -56,11 +66,45 @@ class AppWorker(JobMetrics, SimpleWorker):
             db.session.remove()
 
 
-def main() -> None:
+class PooledAppWorker(AppWorker):
+    """One of a WorkerPool's workers: its app, and so its database connections, are made in
+    its own process, after the fork."""
+
+    def work(self, *args, **kwargs) -> bool:
+        with create_app().app_context():
+            return super().work(*args, **kwargs)
+
+
+QUEUES_OF_ROLE = {
+    "money": (MONEY_QUEUE, DEFAULT_QUEUE),
+    "webhooks": (WEBHOOK_QUEUE,),
+    "all": QUEUE_NAMES,
+}
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Acme Pay RQ worker")
+    parser.add_argument("role", nargs="?", default="all", choices=QUEUES_OF_ROLE)
+    parser.add_argument("--processes", type=int, default=1, help="worker processes (default 1)")
+    arguments = parser.parse_args(argv)
+    if arguments.processes < 1:
+        parser.error("--processes must be at least 1")
+    return arguments
+
+
+def main(argv: list[str] | None = None) -> None:
+    arguments = parse_arguments(argv)
+    queue_names = QUEUES_OF_ROLE[arguments.role]
     app = create_app()
+    connection = Redis.from_url(app.config["REDIS_URL"])
+    if arguments.processes > 1:
+        pool = WorkerPool(
+            queue_names, connection, num_workers=arguments.processes, worker_class=PooledAppWorker
+        )
+        pool.start()
+        return
     with app.app_context():
-        connection = Redis.from_url(app.config["REDIS_URL"])
-        queues = [Queue(name, connection=connection) for name in QUEUE_NAMES]
+        queues = [Queue(name, connection=connection) for name in queue_names]
         AppWorker(queues, connection=connection).work()
 
 

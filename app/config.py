@@ -136,6 +136,7 @@ def load_settings() -> dict:
         "SECRETS_ENCRYPTION_KEYS": os.environ.get("SECRETS_ENCRYPTION_KEYS", ""),
         "WEBHOOK_MAX_ATTEMPTS": _env_int("WEBHOOK_MAX_ATTEMPTS", 15),
         "WEBHOOK_TIMEOUT_SECONDS": _env_int("WEBHOOK_TIMEOUT_SECONDS", 30),
+        "WEBHOOK_ENDPOINT_CONCURRENCY": _env_int("WEBHOOK_ENDPOINT_CONCURRENCY", 2),
         "WEBHOOK_SWEEP_SECONDS": _env_int("WEBHOOK_SWEEP_SECONDS", 15),
         "WEBHOOK_FAILING_ENDPOINT_ALERT": _env_int("WEBHOOK_FAILING_ENDPOINT_ALERT", 5),
         "WEBHOOK_ALLOW_PRIVATE_TEST_URLS": _env_bool(
@@ -194,10 +195,13 @@ def load_settings() -> dict:
 
 
 def engine_options(database_url: str) -> dict:
-    """Connection settings per backend: pre-ping everywhere, a busy timeout for SQLite."""
+    """Connection settings per backend: pre-ping everywhere, a busy timeout for SQLite. A
+    process keeps up to 10 connections, at least one per gunicorn thread (8 a worker,
+    deploy/gunicorn.conf.py), so a busy worker reuses them rather than opening and closing
+    overflow ones; 15 at most, as before, for PostgreSQL's max_connections."""
     if database_url.startswith("sqlite"):
         return {"connect_args": {"timeout": 30, "check_same_thread": False}}
-    return {"pool_pre_ping": True, "pool_recycle": 1800}
+    return {"pool_pre_ping": True, "pool_recycle": 1800, "pool_size": 10, "max_overflow": 5}
 
 
 def validate_settings(config: dict) -> None:
@@ -221,7 +225,11 @@ def validate_settings(config: dict) -> None:
         raise RuntimeError(
             "LOGIN_MAX_FAILURES and LOGIN_FAILURE_WINDOW_SECONDS must be at least 1."
         )
-    for name in ("API_RATE_LIMIT_PER_MINUTE", "API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE"):
+    for name in (
+        "API_RATE_LIMIT_PER_MINUTE",
+        "API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE",
+        "WEBHOOK_ENDPOINT_CONCURRENCY",
+    ):
         if config[name] < 1:
             raise RuntimeError(f"{name} must be at least 1.")
     if config["TRUSTED_PROXY_HOPS"] < 0:

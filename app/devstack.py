@@ -1,5 +1,6 @@
-"""Runs the whole service on one machine: migrations, demo seed, web, RQ worker and `rq cron`,
-plus a webhook receiver that prints what it is sent (`app.dev_receiver`).
+"""Runs the whole service on one machine: migrations, demo seed, and the Procfile's processes
+(web, the money and webhook workers, `rq cron`), plus a webhook receiver that prints what it
+is sent (`app.dev_receiver`).
 
 `python -m app.devstack` is what the README's run command starts. With DATABASE_URL and
 REDIS_URL unset it uses SQLite under instance/ and an embedded Redis-compatible server; with
@@ -43,6 +44,8 @@ def prepare_database() -> demo.DemoSeed:
 
 
 def child_commands(port: int, receiver_port: int) -> dict[str, list[str]]:
+    """The Procfile's processes (web on loopback; `release` is `prepare_database`), and the
+    receiver; tests/ops/test_deploy.py checks they stay the same."""
     bin_dir = os.path.dirname(sys.executable)
     return {
         "web": [
@@ -55,7 +58,14 @@ def child_commands(port: int, receiver_port: int) -> dict[str, list[str]]:
             "--workers",
             os.environ.get("WEB_CONCURRENCY", "2"),
         ],
-        "worker": [sys.executable, "worker.py"],
+        "worker": [sys.executable, "worker.py", "money"],
+        "webhooks": [
+            sys.executable,
+            "worker.py",
+            "webhooks",
+            "--processes",
+            os.environ.get("WEBHOOK_PROCESSES", "4"),
+        ],
         "cron": [os.path.join(bin_dir, "rq"), "cron", "app.cron"],  # REDIS_URL: environment
         "receiver": [sys.executable, "-m", "app.dev_receiver", "--port", str(receiver_port)],
     }
@@ -113,7 +123,7 @@ def main() -> int:
         "\n".join(
             [
                 "",
-                "Acme Pay is running (web, worker, cron). Ctrl-C stops everything.",
+                "Acme Pay is running (web, worker, webhooks, cron). Ctrl-C stops everything.",
                 *seeded.summary_lines(),
                 f"  API docs:     {os.environ['PUBLIC_BASE_URL']}/v1/docs",
                 f"  Webhook receiver for trying endpoints: http://127.0.0.1:{receiver_port}/hooks"

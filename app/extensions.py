@@ -129,11 +129,15 @@ login_manager = LoginManager()
 csrf = CSRFProtect()
 api = AcmeApi()
 
-# In priority order: a worker always takes waiting `urgent` jobs first (a payment being
-# finalised, a refund being submitted: someone waits on them) before relays, deliveries and
-# payouts (`default`) and the periodic sweeps.
-URGENT_QUEUE = "urgent"
-QUEUE_NAMES = (URGENT_QUEUE, "default", "periodic")
+# Queues by domain, each worked by its own processes (`python worker.py ROLE`), so money never
+# waits behind a slow merchant's webhook endpoint: `money` (payment finalisation, refunds,
+# payouts, settlement releases, charge expiry, Pix reconciliation: someone waits on them),
+# `webhooks` (the event relay, deliveries and their sweep), `default` (dispute notices,
+# failing-endpoint alerts, housekeeping; worked after `money`).
+MONEY_QUEUE = "money"
+WEBHOOK_QUEUE = "webhooks"
+DEFAULT_QUEUE = "default"
+QUEUE_NAMES = (MONEY_QUEUE, WEBHOOK_QUEUE, DEFAULT_QUEUE)  # every queue, in priority order
 
 
 @event.listens_for(Engine, "connect")
@@ -199,5 +203,5 @@ class _FailFastInRequests(AbstractConnection):
             raise
 
 
-def get_queue(name: str = "default") -> Queue:
+def get_queue(name: str = DEFAULT_QUEUE) -> Queue:
     return Queue(name, connection=get_redis())

@@ -217,7 +217,7 @@ def burst_worker(kind: str, out: str, top: int) -> None:
     from rq import Worker
 
     from app import create_app
-    from app.extensions import QUEUE_NAMES, db, get_queue, get_redis
+    from app.extensions import QUEUE_NAMES, WEBHOOK_QUEUE, db, get_queue, get_redis
     from worker import AppWorker, JobMetrics
 
     class ForkingAppWorker(JobMetrics, Worker):
@@ -239,12 +239,12 @@ def burst_worker(kind: str, out: str, top: int) -> None:
         worker.work(burst=True, logging_level="WARNING")
         if profiler:
             profiler.disable()
-        default = get_queue("default")
+        deliveries = get_queue(WEBHOOK_QUEUE)
         figures: dict = {
             "seconds": round(time.perf_counter() - started, 3),
-            "finished": default.finished_job_registry.count,
-            "failed": default.failed_job_registry.count,
-            "left": default.count,
+            "finished": deliveries.finished_job_registry.count,
+            "failed": deliveries.failed_job_registry.count,
+            "left": deliveries.count,
         }
         if profiler:
             stats = pstats.Stats(profiler)

@@ -92,7 +92,7 @@ FINALISE_TIMEOUT_SECONDS = 30
 WORKER_START_TIMEOUT_SECONDS = 60  # the first warm-up payment also waits for the worker
 DRAIN_TIMEOUT_SECONDS = 10
 FINALISE_JOB = "app.jobs.payments.finalise_payment"
-WORKED_QUEUES = ("urgent", "default")  # app.extensions.QUEUE_NAMES without the sweeps
+WORKED_QUEUES = ("money", "webhooks", "default")  # app.extensions.QUEUE_NAMES
 RELAY_JOB = "app.jobs.webhooks.relay_events"
 STATS_DAYS = (7, 30, 365)
 STATS_ENDPOINTS = ("stats", "metrics")
@@ -246,7 +246,7 @@ def finalisation_figures(samples: list[PaymentSample]) -> dict:
 
 
 def job_times(redis_url: str, since: float) -> list[JobTimes]:
-    """The worker's finished and failed jobs (urgent and default queues) started after
+    """The worker's finished and failed jobs (every queue) started after
     `since` (wall clock), from RQ's records (kept for its default result TTL of 500 s), once
     the queues are drained (at most DRAIN_TIMEOUT_SECONDS)."""
     connection = redis.Redis.from_url(redis_url)

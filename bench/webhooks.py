@@ -299,11 +299,11 @@ def relay(total: int) -> None:
     """Fan the events out with the app's relay, here and now rather than in the worker. The
     event commits enqueued relay jobs: drop them first, so the queue ends up holding only the
     deliver jobs the relay's commits enqueue, one per delivery."""
-    from app.extensions import get_queue
+    from app.extensions import WEBHOOK_QUEUE, get_queue
     from app.jobs.webhooks import relay_events
     from app.services.webhooks import DELIVER_JOB
 
-    queue = get_queue("default")
+    queue = get_queue(WEBHOOK_QUEUE)
     queue.empty()
     relayed = relay_events()
     jobs = queue.get_jobs()

@@ -5,7 +5,7 @@ Each is safe to run twice or at once: the relay takes each event by a conditiona
 and an attempt runs only after its delivery was claimed under a lease.
 """
 
-from app.extensions import db, get_queue
+from app.extensions import WEBHOOK_QUEUE, db, get_queue
 from app.services import webhooks
 
 
@@ -46,7 +46,7 @@ def sweep_webhooks() -> int:
     (one slow endpoint never holds up the sweep). Returns how many were enqueued."""
     relay_events()
     due = webhooks.due_deliveries()
-    queue = get_queue("default")
+    queue = get_queue(WEBHOOK_QUEUE)
     for delivery_id in due:
         queue.enqueue(deliver, delivery_id, job_timeout=webhooks.job_timeout())
     return len(due)

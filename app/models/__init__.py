@@ -49,7 +49,6 @@ from app.models.withdrawal import Withdrawal, WithdrawalStatus, WithdrawalType
 __all__ = [
     "FINAL_DISPUTE_STATUSES",
     "FINAL_REFUND_STATUSES",
-    "PendingReason",
     "SETTLED_STATUSES",
     "Account",
     "ApiKey",
@@ -70,6 +69,7 @@ __all__ = [
     "Membership",
     "MoneyOutcome",
     "Origin",
+    "PendingReason",
     "ReceivedPix",
     "ReceivedPixOutcome",
     "Refund",

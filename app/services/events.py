@@ -7,7 +7,7 @@ these rows later (the webhook relay, `app/services/webhooks.py`).
 
 import uuid
 
-from app.extensions import db
+from app.extensions import WEBHOOK_QUEUE, db
 from app.jobs.queueing import enqueue_after_commit
 from app.models import Event, KeyMode
 
@@ -37,5 +37,5 @@ def record_event(
         data=data,
     )
     db.session.add(event)
-    enqueue_after_commit(db.session(), "default", RELAY_JOB)
+    enqueue_after_commit(db.session(), WEBHOOK_QUEUE, RELAY_JOB)
     return event

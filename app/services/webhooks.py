@@ -14,26 +14,32 @@
   list) and can be resent; an endpoint that keeps dead-lettering is reported to the owners.
 """
 
+import contextlib
+import functools
 import ipaddress
 import random
 import secrets
 import socket
+import threading
 import time
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import requests
 import sqlalchemy as sa
 import urllib3
 from flask import current_app
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import NewConnectionError
 
 from app.errors import Conflict, InvalidRequest, NotFound
-from app.extensions import db
+from app.extensions import WEBHOOK_QUEUE, db
 from app.formats.webhooks import body_bytes, envelope, signature
 from app.jobs.queueing import enqueue_after_commit
 from app.models import (
@@ -47,6 +53,8 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.services import accounts, event_catalog, mail, secrets_box
+from app.services.allowances import ALLOWED, Allowance, refused
+from app.services.state_machine import StateMachine
 
 D = DeliveryStatus
 DELIVER_JOB = "app.jobs.webhooks.deliver"
@@ -56,9 +64,15 @@ INACTIVE_ERROR = "The endpoint is inactive or deleted; the delivery was abandone
 EMBEDDED_IPV4 = tuple(
     ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "::/96")
 )
+# IPv6 global unicast; IANA has allocated no public address outside it.
+IPV6_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
 MAX_URL_LENGTH = 2048
 MAX_RESPONSE_BODY = 2000
 LEASE_MARGIN = timedelta(seconds=30)
+# A due delivery whose endpoint already has WEBHOOK_ENDPOINT_CONCURRENCY attempts under way
+# waits this long, PENDING; the next webhook sweep sends it.
+ENDPOINT_BUSY_WAIT = timedelta(seconds=5)
+TIMED_OUT_ERROR = "Timed out: the endpoint took longer than {seconds} s in all."
 # Wait before attempt n+1 (seconds): 0, 30 s, 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, then 3 h.
 RETRY_DELAYS = (30, 60, 300, 900, 1800, 3600, 7200, 10800)
 JITTER = 0.1
@@ -66,6 +80,21 @@ MAX_RETRY_AFTER = timedelta(hours=24)
 USER_AGENT = "AcmePay-Webhooks/1.0"
 TRANSACTION_EVENT_PREFIX = "payment."
 LOG_ORDER = (WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())  # newest first
+# Every attempt's outcome leaves PROCESSING: back to PENDING for a retry, or final. Two moves
+# are conditional UPDATEs, atomic between workers: `claim` (PENDING -> PROCESSING, and again
+# PROCESSING -> PROCESSING once a dead claimant's lease ran out) and `delete_endpoint` (the
+# waiting ones -> CANCELLED). A resend is a new delivery, so a final status stays final.
+DELIVERY_MACHINE = StateMachine(
+    "webhook delivery",
+    {
+        D.PENDING: frozenset({D.PROCESSING, D.CANCELLED}),
+        D.PROCESSING: frozenset({D.PROCESSING, D.PENDING, D.DELIVERED, D.FAILED, D.CANCELLED}),
+    },
+)
+# The owner switches an endpoint on and off at will; deleting it also switches it off.
+ENDPOINT_MACHINE = StateMachine(
+    "webhook endpoint", {status: frozenset(EndpointStatus) for status in EndpointStatus}
+)
 
 
 @dataclass(frozen=True)
@@ -134,7 +163,7 @@ def update_endpoint(
     if "events" in changes:
         endpoint.events = _checked_events(changes["events"])
     if "status" in changes:
-        endpoint.status = EndpointStatus(changes["status"])
+        ENDPOINT_MACHINE.move(endpoint, EndpointStatus(changes["status"]))
     endpoint.updated_at = utcnow()
     return endpoint
 
@@ -152,7 +181,7 @@ def delete_endpoint(account_id: str, mode: KeyMode, endpoint_id: str) -> None:
     """Remove the endpoint; its deliveries still waiting are abandoned (CANCELLED)."""
     endpoint = get_endpoint(account_id, mode, endpoint_id)
     endpoint.deleted_at = utcnow()
-    endpoint.status = EndpointStatus.INACTIVE
+    ENDPOINT_MACHINE.move(endpoint, EndpointStatus.INACTIVE)
     db.session.execute(
         sa.update(WebhookDelivery)
         .where(
@@ -164,9 +193,23 @@ def delete_endpoint(account_id: str, mode: KeyMode, endpoint_id: str) -> None:
 
 
 def check_url(url: str, mode: KeyMode) -> str:
-    """Registration rules: http(s) with a host and no credentials; live mode only https; the
-    host must pass `destination_problem`."""
-    parts = urlsplit(url.strip())
+    """Registration rules: http(s) with a host and no credentials; no blank or control
+    character anywhere, nor percent-encoded in the host; live mode only https; the host must
+    pass `destination_problem`.
+
+    Blanks are refused, not trimmed: `urlsplit` silently drops tabs and line breaks, so the
+    host checked here would not be the URL stored and sent."""
+    if _has_blank_or_control(url):
+        raise InvalidRequest(
+            "url may not contain spaces, tabs, line breaks or other control characters.",
+            param="url",
+        )
+    parts = urlsplit(url)
+    if _has_blank_or_control(unquote(parts.netloc)):
+        raise InvalidRequest(
+            "url's host may not encode spaces, tabs, line breaks or other control characters.",
+            param="url",
+        )
     if len(url) > MAX_URL_LENGTH or parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidRequest("url must be an http(s) address with a host.", param="url")
     if parts.username or parts.password:
@@ -182,7 +225,11 @@ def check_url(url: str, mode: KeyMode) -> str:
     problem = destination_problem(parts.hostname, mode)
     if problem:
         raise InvalidRequest(problem, param="url")
-    return url.strip()
+    return url
+
+
+def _has_blank_or_control(text: str) -> bool:
+    return any(c.isspace() or unicodedata.category(c) in ("Cc", "Cf") for c in text)
 
 
 def relay_pending(batch_size: int = 200) -> int:
@@ -216,19 +263,33 @@ def _queue(delivery: WebhookDelivery) -> WebhookDelivery:
     db.session.add(delivery)
     db.session.flush()
     enqueue_after_commit(
-        db.session(), "default", DELIVER_JOB, delivery.id, job_timeout=job_timeout()
+        db.session(), WEBHOOK_QUEUE, DELIVER_JOB, delivery.id, job_timeout=job_timeout()
     )
     return delivery
 
 
 def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | None:
-    """Take a due delivery for one attempt under a lease; None if it is not due or someone
-    else holds it. A delivery whose claimant died after its last allowed attempt is
-    dead-lettered instead of being sent again. The caller commits before sending."""
+    """Take a due delivery for one attempt under a lease; None if it is not due, someone
+    else holds it, or its endpoint already has WEBHOOK_ENDPOINT_CONCURRENCY attempts under
+    way (then it waits ENDPOINT_BUSY_WAIT, still PENDING, so one slow endpoint cannot hold
+    every webhook worker). A delivery whose claimant died after its last allowed attempt is
+    dead-lettered instead of being sent again. The caller commits before sending.
+
+    The endpoint's row lock serialises its claims on PostgreSQL (SQLite serialises every
+    write), and the count of attempts under way is part of the claiming UPDATE, so two
+    workers never both take the last free place."""
     now = now or utcnow()
+    endpoint_id = db.session.scalar(
+        sa.select(WebhookDelivery.endpoint_id)
+        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+        .where(WebhookDelivery.id == delivery_id, _is_due(now))
+        .with_for_update(of=WebhookEndpoint)
+    )
+    if endpoint_id is None:
+        return None
     claimed = db.session.execute(
         sa.update(WebhookDelivery)
-        .where(WebhookDelivery.id == delivery_id, _is_due(now))
+        .where(WebhookDelivery.id == delivery_id, _is_due(now), _has_room(endpoint_id, now))
         .values(
             status=D.PROCESSING,
             attempts=WebhookDelivery.attempts + 1,
@@ -236,8 +297,20 @@ def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | No
             last_attempt_at=now,
             updated_at=now,
         )
+        .execution_options(synchronize_session=False)
     )
     if claimed.rowcount != 1:
+        # Still PENDING and due: its endpoint had no room. Not an attempt; the sweep retries.
+        db.session.execute(
+            sa.update(WebhookDelivery)
+            .where(
+                WebhookDelivery.id == delivery_id,
+                WebhookDelivery.status == D.PENDING,
+                WebhookDelivery.next_retry_at <= now,
+            )
+            .values(next_retry_at=now + ENDPOINT_BUSY_WAIT, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
         return None
     delivery = db.session.get(WebhookDelivery, delivery_id, populate_existing=True)
     if delivery.attempts > delivery.max_attempts:
@@ -256,13 +329,29 @@ def _is_due(now: datetime):
     )
 
 
+def _has_room(endpoint_id: str, now: datetime):
+    """Fewer than WEBHOOK_ENDPOINT_CONCURRENCY attempts to the endpoint under a live lease."""
+    sending = sa.orm.aliased(WebhookDelivery)
+    under_way = (
+        sa.select(sa.func.count())
+        .select_from(sending)
+        .where(
+            sending.endpoint_id == endpoint_id,
+            sending.status == D.PROCESSING,
+            sending.lease_expires_at > now,
+        )
+        .scalar_subquery()
+    )
+    return under_way < current_app.config["WEBHOOK_ENDPOINT_CONCURRENCY"]
+
+
 def job_timeout() -> int:
     """RQ's limit for one `deliver` job: the lease, so RQ never kills a sender early."""
     return int(_lease().total_seconds())
 
 
 def _lease() -> timedelta:
-    """Long enough for the slowest answer the timeout allows, twice over."""
+    """Long enough for the longest attempt the timeout allows, twice over."""
     return 2 * timedelta(seconds=current_app.config["WEBHOOK_TIMEOUT_SECONDS"]) + LEASE_MARGIN
 
 
@@ -303,7 +392,9 @@ def send(outgoing: Outgoing) -> Attempt:
 
     The host is resolved once, here, and the request goes to one of those checked addresses
     (`_post_pinned`), so a DNS answer that changes after the check (rebinding) is never
-    used. Redirects are not followed and the environment's proxies are ignored."""
+    used. Redirects are not followed and the environment's proxies are ignored. The attempt
+    ends after WEBHOOK_TIMEOUT_SECONDS in all (`AttemptDeadline`); an answer whose status
+    came by then counts by its status, with as much of its body as came too."""
     if not outgoing.active:
         return Attempt(None, None, INACTIVE_ERROR)
     parts = urlsplit(outgoing.url)
@@ -312,20 +403,15 @@ def send(outgoing: Outgoing) -> Attempt:
     except DestinationRefused as refusal:
         return Attempt(None, None, str(refusal))
     timeout = current_app.config["WEBHOOK_TIMEOUT_SECONDS"]
-    try:
-        with (
-            pinned_session(parts.hostname) as session,
-            _post_pinned(session, outgoing, addresses, timeout) as answer,
-        ):
-            body = _read_capped(answer, time.monotonic() + timeout)
-    except requests.exceptions.SSLError as error:
-        return Attempt(None, None, f"TLS error: {_short(error)}")
-    except requests.exceptions.Timeout:
-        return Attempt(None, None, "Timed out waiting for the endpoint's answer.")
-    except requests.exceptions.ConnectionError as error:
-        return Attempt(None, None, f"Connection failed: {_short(error)}")
-    except (requests.exceptions.RequestException, ValueError) as error:
-        return Attempt(None, None, f"Request failed: {_short(error)}")
+    with AttemptDeadline(timeout) as deadline:
+        try:
+            with (
+                pinned_session(parts.hostname, deadline) as session,
+                _post_pinned(session, outgoing, addresses, deadline) as answer,
+            ):
+                body = _read_capped(answer)
+        except (requests.exceptions.RequestException, ValueError) as error:
+            return Attempt(None, None, _failure(error, deadline.expired, timeout))
     return Attempt(
         status_code=answer.status_code,
         body=body,
@@ -334,66 +420,180 @@ def send(outgoing: Outgoing) -> Attempt:
     )
 
 
-class _PinnedHostAdapter(HTTPAdapter):
+def _failure(error: Exception, out_of_time: bool, timeout: int) -> str:
+    """What the delivery log says of an attempt that got no answer."""
+    if out_of_time or isinstance(error, requests.exceptions.Timeout):
+        return TIMED_OUT_ERROR.format(seconds=timeout)
+    if isinstance(error, requests.exceptions.SSLError):
+        return f"TLS error: {_short(error)}"
+    if isinstance(error, requests.exceptions.ConnectionError):
+        return f"Connection failed: {_short(error)}"
+    return f"Request failed: {_short(error)}"
+
+
+class AttemptDeadline:
+    """The end of one attempt, whatever it is doing then: a timer shuts down every socket
+    the attempt opened, so a slow connect's successor, a TLS handshake, headers or a body
+    trickled a byte at a time all stop at the deadline. Per-read timeouts alone never stop an
+    endpoint that sends a byte before each runs out (it held a worker for the whole job)."""
+
+    def __init__(self, seconds: float):
+        self.expired = False
+        self._ends_at = time.monotonic() + seconds
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> "AttemptDeadline":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._timer.cancel()
+        with self._lock:
+            for watched in self._sockets:
+                watched.close()
+            self._sockets.clear()
+
+    def remaining(self) -> float:
+        """Seconds left, at least a millisecond (a zero timeout would mean non-blocking)."""
+        return max(self._ends_at - time.monotonic(), 0.001)
+
+    def watch(self, connection: socket.socket) -> None:
+        """Shut the connection down at the deadline (at once if it has passed). A duplicate
+        of the socket is kept: TLS detaches the original, and shutting the duplicate down
+        ends the same connection."""
+        duplicate = connection.dup()
+        with self._lock:
+            self._sockets.append(duplicate)
+            if self.expired:
+                _shut_down(duplicate)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for watched in self._sockets:
+                _shut_down(watched)
+
+
+def _shut_down(connection: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # the peer may have closed it already
+        connection.shutdown(socket.SHUT_RDWR)
+
+
+class _WatchedConnection:
+    """An urllib3 connection whose socket its attempt's deadline watches."""
+
+    def __init__(self, *args, deadline: AttemptDeadline, **kwargs):
+        self._deadline = deadline
+        super().__init__(*args, **kwargs)
+
+    def _new_conn(self) -> socket.socket:
+        connection = super()._new_conn()
+        self._deadline.watch(connection)
+        return connection
+
+
+class _WatchedHTTPConnection(_WatchedConnection, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_WatchedConnection, HTTPSConnection):
+    pass
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """No retries, and every connection made under the attempt's deadline (its pools pass
+    the deadline on to each connection they make)."""
+
+    def __init__(self, deadline: AttemptDeadline):
+        self._deadline = deadline
+        super().__init__(max_retries=0)
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": functools.partial(_WatchedHTTPPool, deadline=self._deadline),
+            "https": functools.partial(_WatchedHTTPSPool, deadline=self._deadline),
+        }
+
+
+class _PinnedHostAdapter(_DeadlineAdapter):
     """HTTPS to an address given in the URL while TLS sends SNI for, and verifies the
     certificate against, the endpoint's host name."""
 
-    def __init__(self, hostname: str):
+    def __init__(self, hostname: str, deadline: AttemptDeadline):
         self._hostname = hostname
-        super().__init__(max_retries=0)
+        super().__init__(deadline)
 
     def init_poolmanager(self, *args, **kwargs) -> None:
         kwargs.update(server_hostname=self._hostname, assert_hostname=self._hostname)
         super().init_poolmanager(*args, **kwargs)
 
 
-def pinned_session(hostname: str) -> requests.Session:
-    """A session for one endpoint host that ignores the environment (HTTP(S)_PROXY, .netrc,
-    REQUESTS_CA_BUNDLE): a proxy would connect wherever the name resolves for it."""
+def pinned_session(hostname: str, deadline: AttemptDeadline) -> requests.Session:
+    """A session for one attempt to one endpoint host that ignores the environment
+    (HTTP(S)_PROXY, .netrc, REQUESTS_CA_BUNDLE): a proxy would connect wherever the name
+    resolves for it."""
     session = requests.Session()
     session.trust_env = False
-    session.mount("https://", _PinnedHostAdapter(hostname))
-    session.mount("http://", HTTPAdapter(max_retries=0))
+    session.mount("https://", _PinnedHostAdapter(hostname, deadline))
+    session.mount("http://", _DeadlineAdapter(deadline))
     return session
 
 
 def _post_pinned(
-    session: requests.Session, outgoing: Outgoing, addresses: list[str], timeout: int
+    session: requests.Session, outgoing: Outgoing, addresses: list[str], deadline: AttemptDeadline
 ) -> requests.Response:
     """POST to the first checked address that accepts a connection (in the resolver's order,
     as a normal connection tries them), with the endpoint's own Host header."""
     *fallbacks, last = addresses
     for address in fallbacks:
         try:
-            return _post_to(session, outgoing, address, timeout)
+            return _post_to(session, outgoing, address, deadline)
         except requests.exceptions.ConnectionError as error:
             reason = getattr(error.args[0], "reason", None) if error.args else None
             if not isinstance(reason, NewConnectionError):  # it connected: do not send twice
                 raise
-    return _post_to(session, outgoing, last, timeout)
+    return _post_to(session, outgoing, last, deadline)
 
 
 def _post_to(
-    session: requests.Session, outgoing: Outgoing, address: str, timeout: int
+    session: requests.Session, outgoing: Outgoing, address: str, deadline: AttemptDeadline
 ) -> requests.Response:
+    """The connect and each read wait at most what is left of the attempt (the deadline
+    watches a socket only once it is connected)."""
     parts = urlsplit(outgoing.url)
     port = parts.port if parts.port is not None else (443 if parts.scheme == "https" else 80)
     literal = f"[{address}]" if ":" in address else address
-    return session.post(
+    answer = session.post(
         urlunsplit((parts.scheme, f"{literal}:{port}", parts.path or "/", parts.query, "")),
         data=outgoing.body,
         headers={**outgoing.headers, "Host": parts.netloc.rpartition("@")[2]},
-        timeout=timeout,
+        timeout=deadline.remaining(),
         allow_redirects=False,
         stream=True,
     )
+    if deadline.expired:  # the deadline cut its headers short: what was parsed is no answer
+        answer.close()
+        raise requests.exceptions.Timeout("The headers did not arrive in time.")
+    return answer
 
 
-def _read_capped(answer: requests.Response, deadline: float) -> str:
-    """At most MAX_RESPONSE_BODY bytes, and never past the deadline (a dripping endpoint):
-    the bytes are taken as they arrive, since a sized read would wait for its whole size."""
+def _read_capped(answer: requests.Response) -> str:
+    """At most MAX_RESPONSE_BODY bytes, taken as they arrive (a sized read would wait for its
+    whole size); a dripping body is cut at the attempt's deadline, which shuts the socket."""
     kept = b""
-    while len(kept) < MAX_RESPONSE_BODY and time.monotonic() <= deadline:
+    while len(kept) < MAX_RESPONSE_BODY:
         try:
             chunk = answer.raw.read1(MAX_RESPONSE_BODY - len(kept), decode_content=True)
         except urllib3.exceptions.HTTPError:  # stalled or cut short: the status has arrived
@@ -424,10 +624,10 @@ def record(
     delivery.lease_expires_at = None
     delivery.updated_at = now
     if attempt.error == INACTIVE_ERROR:
-        delivery.status = D.CANCELLED
+        DELIVERY_MACHINE.move(delivery, D.CANCELLED)
         delivery.next_retry_at = None
     elif attempt.status_code is not None and 200 <= attempt.status_code < 300:
-        delivery.status = D.DELIVERED
+        DELIVERY_MACHINE.move(delivery, D.DELIVERED)
         delivery.delivered_at = now
         delivery.next_retry_at = None
         db.session.execute(
@@ -438,7 +638,7 @@ def record(
     elif delivery.attempts >= delivery.max_attempts:
         _dead_letter(delivery)
     else:
-        delivery.status = D.PENDING
+        DELIVERY_MACHINE.move(delivery, D.PENDING)
         wait = attempt.retry_after
         delivery.next_retry_at = now + (
             wait if wait is not None else retry_delay(delivery.attempts)
@@ -449,7 +649,7 @@ def record(
 def _dead_letter(delivery: WebhookDelivery) -> None:
     """FAILED for good; the endpoint's count of consecutive dead letters goes up atomically,
     and the owners are told (after commit) when it reaches the alert threshold."""
-    delivery.status = D.FAILED
+    DELIVERY_MACHINE.move(delivery, D.FAILED)
     delivery.next_retry_at = None
     delivery.lease_expires_at = None
     count = db.session.execute(
@@ -611,10 +811,19 @@ def failing_endpoints(account_id: str, mode: KeyMode) -> list[WebhookEndpoint]:
     return [e for e in list_endpoints(account_id, mode) if e.consecutive_dead_letters >= threshold]
 
 
+def resendability(endpoint: WebhookEndpoint) -> Allowance:
+    """May past deliveries be sent to the endpoint again (one, or all the failed ones)? Only
+    while it is ACTIVE: an INACTIVE endpoint would abandon them at once."""
+    if endpoint.status is EndpointStatus.ACTIVE:
+        return ALLOWED
+    return refused(
+        Conflict("The endpoint is INACTIVE; activate it first.", code="endpoint_inactive")
+    )
+
+
 def _active_endpoint(account_id: str, mode: KeyMode, endpoint_id: str) -> WebhookEndpoint:
     endpoint = get_endpoint(account_id, mode, endpoint_id)
-    if endpoint.status is not EndpointStatus.ACTIVE:
-        raise Conflict("The endpoint is INACTIVE; activate it first.", code="endpoint_inactive")
+    resendability(endpoint).require()
     return endpoint
 
 
@@ -750,11 +959,24 @@ def checked_addresses(host: str, mode: KeyMode) -> list[str]:
     if _private_allowed(mode):
         return addresses
     for address in addresses:
-        ip = ipaddress.ip_address(address.split("%")[0])
-        embedded = ip.version == 6 and any(ip in network for network in EMBEDDED_IPV4)
-        if embedded or not ip.is_global or (ip.version == 6 and ip.ipv4_mapped):
-            raise DestinationRefused(f"The host {host} resolves to a private address ({address}).")
+        kind = _not_public_unicast(ipaddress.ip_address(address.split("%")[0]))
+        if kind:
+            raise DestinationRefused(f"The host {host} resolves to {kind} ({address}).")
     return addresses
+
+
+def _not_public_unicast(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """What kind of address `ip` is when it is no public unicast address, else None.
+    `is_global` refuses private, loopback, link-local, unspecified, broadcast and 240.0.0.0/4,
+    but lets multicast (224.0.0.0/4, ff00::/8) and IPv6 outside global unicast through."""
+    embedded = ip.version == 6 and any(ip in network for network in EMBEDDED_IPV4)
+    if embedded or not ip.is_global or (ip.version == 6 and ip.ipv4_mapped):
+        return "a private address"
+    if ip.is_multicast:
+        return "a multicast address"
+    if ip.version == 6 and ip not in IPV6_GLOBAL_UNICAST:
+        return "a reserved address"
+    return None
 
 
 def resolve(host: str) -> list[str]:

@@ -40,7 +40,7 @@ def _paid_charge(client, api_key, amount=10_000) -> dict:
 
 def _run_release_job(app, redis) -> int:
     with app.app_context():
-        queue = get_queue("periodic")
+        queue = get_queue("money")
         job = queue.enqueue(wallet_jobs.release_settlements)
         SimpleWorker([queue], connection=redis).work(burst=True)
         job.refresh()

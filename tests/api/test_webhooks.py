@@ -5,6 +5,7 @@ import hashlib
 import hmac
 import json
 import re
+import threading
 from datetime import datetime, timedelta
 
 import pytest
@@ -13,7 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import SimpleWorker
 
 from app.config import PROJECT_ROOT, instance_path
-from app.extensions import db, get_queue
+from app.extensions import QUEUE_NAMES, WEBHOOK_QUEUE, db, get_queue
 from app.jobs import webhooks as webhook_jobs
 from app.models import KeyMode, WebhookDelivery, WebhookEndpoint
 from app.models.base import utcnow
@@ -48,7 +49,8 @@ def _register(client, api_key, url, events=("charge.created", "payment.created")
 
 def _run_worker(app, redis) -> None:
     with app.app_context():
-        SimpleWorker([get_queue("default")], connection=redis).work(burst=True)
+        queues = [get_queue(name) for name in QUEUE_NAMES]
+        SimpleWorker(queues, connection=redis).work(burst=True)
 
 
 def _deliveries(app, **filters) -> list[WebhookDelivery]:
@@ -601,7 +603,63 @@ def test_every_queued_delivery_is_limited_to_its_lease(app, client, api_key, rec
     created(client, api_key)
     with app.app_context():
         webhook_jobs.relay_events()
-        jobs = get_queue("default").get_jobs()
+        jobs = get_queue(WEBHOOK_QUEUE).get_jobs()
         deliveries = [job for job in jobs if job.func_name == webhooks.DELIVER_JOB]
         assert deliveries
         assert {job.timeout for job in deliveries} == {webhooks.job_timeout()}
+
+
+def test_one_endpoint_never_takes_more_workers_than_its_cap(
+    app, client, api_key, receiver, monkeypatch
+):
+    """Two workers claim deliveries to one endpoint at the same moment: the second waits for
+    the first claim's commit (the endpoint's row lock), finds the endpoint full and leaves
+    its delivery PENDING for the sweep, not counted as an attempt; another endpoint's
+    deliveries are still claimed."""
+    monkeypatch.setitem(app.config, "WEBHOOK_ENDPOINT_CONCURRENCY", 1)
+    slow = _register(client, api_key, f"{receiver.url}/slow", events=("charge.created",))
+    other = _register(client, api_key, f"{receiver.url}/other", events=("charge.created",))
+    created(client, api_key)
+    created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+    first, second = _deliveries(app, endpoint_id=slow["id"])
+    to_other = _deliveries(app, endpoint_id=other["id"])[0]
+    claimed: dict[str, bool] = {}
+    first_may_commit = threading.Event()
+
+    def worker(delivery_id: str, commit_when: threading.Event | None = None) -> None:
+        with app.app_context():
+            claimed[delivery_id] = webhooks.claim(delivery_id) is not None
+            if commit_when is not None:
+                commit_when.wait(10)
+            db.session.commit()
+
+    first_worker = threading.Thread(target=worker, args=(first.id, first_may_commit))
+    second_worker = threading.Thread(target=worker, args=(second.id,))
+    first_worker.start()
+    try:
+        wait_until_claimed = utcnow() + timedelta(seconds=10)
+        while first.id not in claimed and utcnow() < wait_until_claimed:
+            first_worker.join(0.01)
+        assert claimed == {first.id: True}  # claimed, its transaction still open
+        before_second_claim = utcnow()
+        second_worker.start()
+        second_worker.join(0.5)
+        assert second_worker.is_alive()  # waiting for the first claim to commit
+    finally:
+        first_may_commit.set()
+        first_worker.join(10)
+        second_worker.join(10)
+
+    assert claimed == {first.id: True, second.id: False}
+    (waiting,) = _deliveries(app, id=second.id)
+    assert (waiting.status, waiting.attempts) == ("PENDING", 0)
+    assert waiting.next_retry_at >= before_second_claim + webhooks.ENDPOINT_BUSY_WAIT
+    with app.app_context():
+        assert webhooks.claim(to_other.id) is not None  # another endpoint is not held up
+        db.session.commit()
+        webhooks.record(first.id, 1, webhooks.Attempt(200, "ok", None))
+        db.session.commit()
+        assert webhooks.claim(second.id, now=waiting.next_retry_at) is not None  # room again
+        db.session.rollback()

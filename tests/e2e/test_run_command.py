@@ -95,7 +95,7 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
     _payment_is_finalised_by_the_worker(stack["base"], test_key)
 
     redis = Redis.from_url(stack["redis"])
-    job = Queue("periodic", connection=redis).enqueue("app.jobs.maintenance.prune_revoked_tokens")
+    job = Queue("default", connection=redis).enqueue("app.jobs.maintenance.prune_revoked_tokens")
     wait_for(lambda: job.get_status(refresh=True) == "finished", 30, "the worker to run a job")
     wait_for(lambda: CronScheduler.all(redis), 30, "rq cron to register")
 

@@ -1,6 +1,7 @@
 """Real processes for the fault tests: a Redis server that can be stopped and started again on
-its port, and `python worker.py` workers that can be killed mid-job. Each runs in its own
-process group, so a kill or a teardown reaches all it started."""
+its port, and `python worker.py` workers (alone, or as the Procfile runs them) that can be
+killed mid-job. Each runs in its own process group, so a kill or a teardown reaches all it
+started."""
 
 import os
 import subprocess
@@ -56,8 +57,30 @@ def start_worker(
 ) -> subprocess.Popen:
     """`python worker.py` (or a module that wraps it) on the test database and `redis_url`;
     `settings` are extra environment variables (WEBHOOK_TIMEOUT_SECONDS=…)."""
+    return _start([sys.executable, "-m", module], database_url, redis_url, log_path, settings)
+
+
+def procfile_job_commands() -> list[str]:
+    """The Procfile's commands that run jobs (`worker.py`), as a shell would run them."""
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    commands = [line.partition(":")[2].strip() for line in lines if line.strip()]
+    return [command for command in commands if "worker.py" in command]
+
+
+def start_procfile_command(
+    command: str, database_url: str, redis_url: str, log_path: Path, **settings: str
+) -> subprocess.Popen:
+    """A Procfile command, run by a shell as honcho would (its `python` is this one's)."""
+    argv = ["/bin/sh", "-c", f"exec {command}"]
+    return _start(argv, database_url, redis_url, log_path, settings)
+
+
+def _start(
+    argv: list[str], database_url: str, redis_url: str, log_path: Path, settings: dict[str, str]
+) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
         APP_ENV="testing",
         DATABASE_URL=database_url,
         REDIS_URL=redis_url,
@@ -66,7 +89,7 @@ def start_worker(
     )
     with log_path.open("ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", module],
+            argv,
             cwd=ROOT,
             env=env,
             stdout=log,

@@ -1,11 +1,12 @@
 """A webhook receiver that takes the connection and never answers, or answers a byte at a
-time: the attempt ends after WEBHOOK_TIMEOUT_SECONDS (its reading, within about twice that),
+time: the attempt ends after WEBHOOK_TIMEOUT_SECONDS in all (headers trickled forever too),
 is recorded as failed with its retry scheduled, and the worker goes on to the next job. An
 answer whose body stalls or is cut short counts by its status, and fails no job."""
 
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 
@@ -14,7 +15,8 @@ import sqlalchemy as sa
 
 from app.extensions import db
 from app.jobs import webhooks as webhook_jobs
-from app.models import WebhookDelivery
+from app.models import KeyMode, WebhookDelivery
+from app.services import webhooks
 from app.services.webhooks import RETRY_DELAYS
 from tests.support import charges, factories
 from tests.support.processes import wait_for
@@ -33,6 +35,15 @@ def _trickles(connection: socket.socket, stop: threading.Event) -> None:
     connection.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 100000\r\n\r\n")
     while not stop.wait(0.2):
         connection.sendall(b".")
+
+
+def _trickles_headers(connection: socket.socket, stop: threading.Event) -> None:
+    """A status line, then header bytes one a second for ever: every read gets a byte long
+    before a per-read timeout, so only a limit on the whole attempt ends it."""
+    connection.recv(65536)
+    connection.sendall(b"HTTP/1.1 200 OK\r\n")
+    while not stop.wait(1):
+        connection.sendall(b"X")
 
 
 def _answers_then_stalls(connection: socket.socket, stop: threading.Event) -> None:
@@ -108,7 +119,7 @@ def test_a_stalling_receiver_costs_one_timeout_then_the_worker_moves_on(
     assert healthy.status == "DELIVERED"
     assert (stalled.status, stalled.attempts, stalled.lease_expires_at) == ("PENDING", 1, None)
     assert stalled.last_error in {
-        "Timed out waiting for the endpoint's answer.",
+        f"Timed out: the endpoint took longer than {TIMEOUT_SECONDS} s in all.",
         "The endpoint answered HTTP 503.",
     }
     attempt_took = stalled.updated_at - stalled.last_attempt_at
@@ -152,3 +163,28 @@ def _deliveries(app, endpoint_ids: list[str]) -> list[WebhookDelivery]:
     with app.app_context():
         rows = db.session.scalars(sa.select(WebhookDelivery)).all()
         return sorted(rows, key=lambda row: endpoint_ids.index(row.endpoint_id))
+
+
+def test_headers_trickled_for_ever_end_the_attempt_at_the_timeout(app, monkeypatch):
+    """The limit covers the whole attempt, not each read: the attempt is over after
+    WEBHOOK_TIMEOUT_SECONDS, recorded as timed out, however the endpoint drips."""
+    timeout = 2
+    monkeypatch.setitem(app.config, "WEBHOOK_TIMEOUT_SECONDS", timeout)
+    attempts = []
+    with stalling_endpoint(_trickles_headers) as url:
+        outgoing = webhooks.Outgoing(url, KeyMode.TEST, True, b"{}", {})
+
+        def send() -> None:
+            with app.app_context():
+                started = time.monotonic()
+                attempts.append((webhooks.send(outgoing), time.monotonic() - started))
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        sender.join(timeout + 5)  # without the limit it would wait until the endpoint stops
+    sender.join(5)
+    ((attempt, took),) = attempts
+    assert took <= timeout + 1, took
+    assert attempt == webhooks.Attempt(
+        None, None, f"Timed out: the endpoint took longer than {timeout} s in all."
+    )

@@ -86,7 +86,7 @@ def test_a_payout_whose_worker_died_at_the_provider_is_paid_and_booked_once(
     _sender_silent_for_long(app, withdrawal_id)
     workers.start("tests.faults.held_payout_worker", **held)
     with app.app_context():
-        get_queue("periodic").enqueue(payout_jobs.sweep_payouts)  # as `rq cron` does
+        get_queue("money").enqueue(payout_jobs.sweep_payouts)  # as `rq cron` does
     wait_for(
         lambda: _withdrawal(app, withdrawal_id).status == "COMPLETED", 30, "the payout to complete"
     )

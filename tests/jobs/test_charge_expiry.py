@@ -13,7 +13,7 @@ from tests.support.charges import created, event_types, events, get, update_row
 
 def _run_expiry_job(app, redis) -> int:
     with app.app_context():
-        queue = get_queue("periodic")
+        queue = get_queue("money")
         job = queue.enqueue(charge_jobs.expire_charges)
         SimpleWorker([queue], connection=redis).work(burst=True)
         job.refresh()

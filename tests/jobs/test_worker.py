@@ -33,7 +33,7 @@ def test_logout_records_are_pruned_by_a_worker_after_expiry(app, client, owner, 
     with app.app_context():
         db.session.add(RevokedToken(jti="expired-one", expires_at=utcnow() - timedelta(seconds=1)))
         db.session.commit()
-        queue = get_queue("periodic")
+        queue = get_queue("default")
         job = queue.enqueue(maintenance.prune_revoked_tokens)
         SimpleWorker([queue], connection=redis).work(burst=True)
         job.refresh()
@@ -49,15 +49,15 @@ def test_cron_schedule_declares_the_periodic_jobs(redis):
     scheduler.load_config_from_file("app.cron")
     registered = {(job.func_name, job.queue_name, job.interval) for job in scheduler.get_jobs()}
     assert registered == {
-        ("app.jobs.maintenance.prune_idempotency_keys", "periodic", 3600),
-        ("app.jobs.maintenance.prune_revoked_tokens", "periodic", 3600),
-        ("app.jobs.charges.expire_charges", "periodic", 10),
-        ("app.jobs.wallets.release_settlements", "periodic", 60),
-        ("app.jobs.payouts.sweep_payouts", "periodic", 30),
-        ("app.jobs.webhooks.sweep_webhooks", "periodic", 15),
-        ("app.jobs.payments.sweep_payments", "periodic", 10),
-        ("app.jobs.refunds.poll_refunds", "periodic", 30),
-        ("app.jobs.disputes.sweep_dispute_notices", "periodic", 60),
+        ("app.jobs.maintenance.prune_idempotency_keys", "default", 3600),
+        ("app.jobs.maintenance.prune_revoked_tokens", "default", 3600),
+        ("app.jobs.charges.expire_charges", "money", 10),
+        ("app.jobs.wallets.release_settlements", "money", 60),
+        ("app.jobs.payouts.sweep_payouts", "money", 30),
+        ("app.jobs.webhooks.sweep_webhooks", "webhooks", 15),
+        ("app.jobs.payments.sweep_payments", "money", 10),
+        ("app.jobs.refunds.poll_refunds", "money", 30),
+        ("app.jobs.disputes.sweep_dispute_notices", "default", 60),
     }
 
 
@@ -66,7 +66,7 @@ def test_a_job_that_swallows_exceptions_still_stops_at_its_time_limit(app, redis
     a sweep must not catch it, or the job would run on past its limit."""
     ITEMS_SWEPT.clear()
     with app.app_context():
-        queue = get_queue("periodic")
+        queue = get_queue("default")
         job = queue.enqueue(sweep_that_outlives_its_limit, job_timeout=1)
         AppWorker([queue], connection=redis).work(burst=True)
         job.refresh()

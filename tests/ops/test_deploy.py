@@ -1,5 +1,6 @@
-"""The deployment files: the Procfile and the systemd units run the same commands on real
-entry points, and the Procfile's web command adds up every gunicorn worker's metrics."""
+"""The deployment files: the Procfile, the systemd units and `./scripts/run` run the same
+commands on real entry points, and the Procfile's web command adds up every gunicorn
+worker's metrics."""
 
 import ast
 import configparser
@@ -19,7 +20,8 @@ import pytest
 import requests
 from prometheus_client.mmap_dict import MmapedDict
 
-from app.config import PROJECT_ROOT
+from app import devstack
+from app.config import PROJECT_ROOT, engine_options
 from tests.ops.scraping import sample, samples_of
 from tests.support.processes import answers_ok, free_port, wait_for, wait_or_kill
 
@@ -28,6 +30,7 @@ UNIT_OF_PROCESS = {
     "release": "acme-release.service",
     "web": "acme-web.service",
     "worker": "acme-worker@.service",
+    "webhooks": "acme-webhooks.service",
     "cron": "acme-cron.service",
 }
 SHELL_DEFAULT = re.compile(r"\$\{([A-Z_]+):-[^}]*\}")  # ${PORT:-5000}: systemd has no defaults
@@ -68,7 +71,14 @@ def test_the_commands_name_real_entry_points():
     commands = {name: _argv(command) for name, command in _procfile().items()}
     assert commands["release"] == ["flask", "--app", "wsgi", "db", "upgrade"]
     assert commands["web"][:2] == ["gunicorn", "wsgi:app"]
-    assert commands["worker"] == ["python", "worker.py"]
+    assert commands["worker"] == ["python", "worker.py", "money"]
+    assert commands["webhooks"] == [
+        "python",
+        "worker.py",
+        "webhooks",
+        "--processes",
+        "${WEBHOOK_PROCESSES}",
+    ]
     assert commands["cron"] == ["rq", "cron", "app.cron"]  # REDIS_URL from the environment
     wsgi = ast.parse(PROJECT_ROOT.joinpath("wsgi.py").read_text())
     assert "app" in {
@@ -81,14 +91,32 @@ def test_the_commands_name_real_entry_points():
     assert PROJECT_ROOT.joinpath(config).is_file()
 
 
+def test_the_run_command_starts_the_procfiles_processes(monkeypatch):
+    """`./scripts/run` (app/devstack.py) runs the Procfile's commands with their defaults,
+    web on loopback; `release` is its migration step, and it adds the printing receiver."""
+    procfile = _procfile()
+    defaults = dict(re.findall(r"\$\{([A-Z_]+):-([^}]*)\}", "\n".join(procfile.values())))
+    for name in defaults:
+        monkeypatch.delenv(name, raising=False)
+    port = int(defaults["PORT"])
+    started = devstack.child_commands(port=port, receiver_port=port + 1)
+    assert set(started) - {"receiver"} == set(procfile) - {"release"}
+    for name in set(started) - {"receiver"}:
+        expanded = SHELL_DEFAULT.sub(lambda default: defaults[default[1]], procfile[name])
+        loopback = expanded.replace("0.0.0.0:", "127.0.0.1:")
+        assert _argv(shlex.join(started[name])) == _argv(loopback), name
+
+
 def test_units_stop_gracefully_and_only_the_web_writes_metric_files():
     web, worker = _unit("acme-web.service"), _unit("acme-worker@.service")
+    webhooks = _unit("acme-webhooks.service")
     assert web["Service"]["KillMode"] == worker["Service"]["KillMode"] == "mixed"
+    assert webhooks["Service"]["KillMode"] == "mixed"
     assert web["Service"]["Environment"] == "PROMETHEUS_MULTIPROC_DIR=/run/acme-web"
     assert web["Service"]["RuntimeDirectory"] == "acme-web"
     assert _unit("acme-release.service")["Service"]["Type"] == "oneshot"
     assert not _unit("acme-release.service").has_section("Install")  # run once per deploy
-    for name in ("acme-worker@.service", "acme-cron.service"):
+    for name in ("acme-worker@.service", "acme-webhooks.service", "acme-cron.service"):
         assert "Environment" not in _unit(name)["Service"]
     example = PROJECT_ROOT.joinpath("deploy", "acme.env.example").read_text()
     assert not re.search(r"^PROMETHEUS_MULTIPROC_DIR=", example, re.MULTILINE)
@@ -192,3 +220,20 @@ def test_metrics_add_up_every_gunicorn_worker(procfile_web):
         assert sample(samples, "acme_http_requests_total", **OPENAPI) == sent
         assert sample(samples, "acme_metrics_source_up", source="requests") == 1
     assert not (metrics_directory / "counter_1.db").exists()
+
+
+def _gunicorn_settings() -> dict:
+    """The plain values deploy/gunicorn.conf.py assigns, read without running it."""
+    tree = ast.parse(PROJECT_ROOT.joinpath("deploy", "gunicorn.conf.py").read_text())
+    return {
+        target.id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+    }
+
+
+def test_every_gunicorn_thread_can_keep_a_database_connection():
+    settings = _gunicorn_settings()
+    assert settings["worker_class"] == "app.web_worker.WebWorker"
+    assert settings["threads"] <= engine_options("postgresql://db/acme")["pool_size"]

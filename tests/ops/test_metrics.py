@@ -58,24 +58,24 @@ def test_queue_depth_and_head_age_come_from_redis(client, app, redis):
     with app.app_context():
         for _ in range(3):
             get_queue("default").enqueue(maintenance.prune_revoked_tokens)
-        get_queue("urgent").enqueue(maintenance.prune_idempotency_keys)
+        get_queue("money").enqueue(maintenance.prune_idempotency_keys)
     time.sleep(0.05)
     samples = scrape(client)
     assert sample(samples, "acme_rq_queue_jobs", queue="default", state="queued") == 3
-    assert sample(samples, "acme_rq_queue_jobs", queue="urgent", state="queued") == 1
-    assert sample(samples, "acme_rq_queue_jobs", queue="periodic", state="queued") == 0
+    assert sample(samples, "acme_rq_queue_jobs", queue="money", state="queued") == 1
+    assert sample(samples, "acme_rq_queue_jobs", queue="webhooks", state="queued") == 0
     assert sample(samples, "acme_rq_queue_oldest_job_age_seconds", queue="default") >= 0.05
-    assert sample(samples, "acme_rq_queue_oldest_job_age_seconds", queue="periodic") == 0
+    assert sample(samples, "acme_rq_queue_oldest_job_age_seconds", queue="webhooks") == 0
 
 
 def test_the_worker_records_run_time_queue_wait_and_outcome_per_job_function(client, app, redis):
     finished = "app.jobs.maintenance.prune_revoked_tokens"
     failed = "tests.ops.test_metrics.failing_job"
     with app.app_context():
-        get_queue("periodic").enqueue(maintenance.prune_revoked_tokens)
-        get_queue("periodic").enqueue(failing_job)
+        get_queue("default").enqueue(maintenance.prune_revoked_tokens)
+        get_queue("default").enqueue(failing_job)
     time.sleep(0.3)  # both wait at least this long in the queue
-    _run_app_worker(app, redis, "periodic")
+    _run_app_worker(app, redis, "default")
 
     samples = scrape(client)
     assert sample(samples, "acme_job_runs_total", function=finished, outcome="finished") == 1
@@ -85,12 +85,12 @@ def test_the_worker_records_run_time_queue_wait_and_outcome_per_job_function(cli
     assert sample(samples, "acme_job_queue_wait_seconds_sum", function=finished) >= 0.3
     assert sample(samples, "acme_job_queue_wait_seconds_bucket", function=failed, le="0.25") == 0
     assert sample(samples, "acme_job_queue_wait_seconds_bucket", function=failed, le="+Inf") == 1
-    assert sample(samples, "acme_rq_queue_jobs", queue="periodic", state="failed") == 1
+    assert sample(samples, "acme_rq_queue_jobs", queue="default", state="failed") == 1
 
 
 def test_recording_a_job_never_raises_when_redis_is_down(app, redis, caplog):
     with app.app_context():
-        job = get_queue("periodic").enqueue(maintenance.prune_revoked_tokens)
+        job = get_queue("default").enqueue(maintenance.prune_revoked_tokens)
     unreachable = Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=1)
     record_job(unreachable, Job.fetch(job.id, connection=redis), "finished")
     assert "job metrics not recorded" in caplog.text
@@ -112,9 +112,9 @@ def test_webhook_outcomes_and_the_outbox_come_from_the_database(
     waiting = scrape(client)
     assert sample(waiting, "acme_outbox_unrelayed_events") == 4  # charge.created, payment.created
     assert sample(waiting, "acme_outbox_oldest_unrelayed_age_seconds") > 0
-    assert sample(waiting, "acme_rq_queue_jobs", queue="default", state="queued") >= 1
+    assert sample(waiting, "acme_rq_queue_jobs", queue="webhooks", state="queued") >= 1
 
-    _run_app_worker(app, redis, "default")
+    _run_app_worker(app, redis, "webhooks")
     sent = scrape(client)
     assert sample(sent, "acme_outbox_unrelayed_events") == 0
     assert sample(sent, "acme_webhook_deliveries", mode="test", status="DELIVERED") == 1

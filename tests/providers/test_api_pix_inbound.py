@@ -92,7 +92,7 @@ def received_rows(app, charge: dict) -> list[ReceivedPix]:
 def run_reconciliation(app, redis):
     """One run of the `rq cron` job by a real RQ worker."""
     with app.app_context():
-        queue = get_queue("periodic")
+        queue = get_queue("money")
         job = queue.enqueue(api_pix_jobs.reconcile_received_pix)
         SimpleWorker([queue], connection=redis).work(burst=True)
         job.refresh()

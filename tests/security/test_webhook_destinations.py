@@ -251,7 +251,10 @@ def tls_server(tmp_path):
 
 def test_a_pinned_https_connection_still_sends_sni_and_verifies_the_host_name(tls_server):
     port, ca_file, seen = tls_server
-    with webhooks.pinned_session(HOST) as session:
+    with (
+        webhooks.AttemptDeadline(5) as deadline,
+        webhooks.pinned_session(HOST, deadline) as session,
+    ):
         session.verify = ca_file
         answer = session.post(
             f"https://127.0.0.1:{port}/hooks", headers={"Host": HOST}, data=b"{}", timeout=5
@@ -259,7 +262,10 @@ def test_a_pinned_https_connection_still_sends_sni_and_verifies_the_host_name(tl
     assert answer.status_code == 204
     assert seen == {"sni": HOST, "host": HOST}
 
-    with webhooks.pinned_session("impostor.example") as session:
+    with (
+        webhooks.AttemptDeadline(5) as deadline,
+        webhooks.pinned_session("impostor.example", deadline) as session,
+    ):
         session.verify = ca_file
         with pytest.raises(requests.exceptions.SSLError):
             session.post(f"https://127.0.0.1:{port}/hooks", data=b"{}", timeout=5)

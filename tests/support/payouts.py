@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from rq import SimpleWorker
 
 from app.config import PAYMENT_METHODS
-from app.extensions import URGENT_QUEUE, db, get_queue
+from app.extensions import QUEUE_NAMES, db, get_queue
 from app.models import Account
 from app.services import releases
 from tests.support import factories
@@ -78,9 +78,9 @@ def staff_headers(app, client) -> dict:
 
 def run_jobs(app, redis) -> None:
     """Run what was enqueued after commit (payment finalisation, refunds, payouts, webhook
-    relays) with a real RQ worker, urgent queue first as `worker.py` does."""
+    relays) with a real RQ worker on every queue, as `python worker.py` with no role does."""
     with app.app_context():
-        queues = [get_queue(URGENT_QUEUE), get_queue("default")]
+        queues = [get_queue(name) for name in QUEUE_NAMES]
         SimpleWorker(queues, connection=redis).work(burst=True)
 
 
