@@ -29,9 +29,13 @@ def new_form_key() -> str:
 def submit_once(form: FlaskForm, create: Callable[[], str]) -> str:
     """Run `create` (it returns the new record's id) once for the form's key; a replay
     returns the first id. Service refusals propagate as ApiError, with nothing kept."""
-    path = request.path
+    # Scoped by route, as the API's keys are: a path naming two ids would outgrow the
+    # column; the fingerprint still holds the path, so a key is never replayed elsewhere.
     claimed = idempotency.claim(
-        g.account_id, f"dashboard POST {path}", form.idempotency_key.data, _fingerprint(path)
+        g.account_id,
+        f"dashboard POST {request.url_rule.rule}",
+        form.idempotency_key.data,
+        _fingerprint(request.path),
     )
     if claimed.replay is not None:
         return claimed.replay.body

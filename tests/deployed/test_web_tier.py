@@ -1,5 +1,5 @@
 """The web tier against slow and oversized requests (issue 19): straight to gunicorn, one
-worker of 8 threads (the session's deployed web), so eight clients that each held a thread
+worker of 8 threads (the deployed stack's web process), so eight clients that each held a thread
 while trickling a body would be enough to stop it; then through deploy/nginx/acme.conf on
 loopback ports, when nginx is installed."""
 
@@ -59,8 +59,8 @@ needs_nginx = pytest.mark.skipif(
 )
 
 
-def _address(deployed_web) -> tuple[str, int]:
-    base = urlsplit(deployed_web.base)
+def _address(deployed) -> tuple[str, int]:
+    base = urlsplit(deployed.base)
     return base.hostname, base.port
 
 
@@ -74,8 +74,8 @@ def _open_slow_body(address: tuple[str, int], path: str) -> socket.socket:
     return sock
 
 
-def test_fifty_slow_bodies_do_not_stop_healthz(deployed_web):
-    address = _address(deployed_web)
+def test_fifty_slow_bodies_do_not_stop_healthz(deployed):
+    address = _address(deployed)
     slow_clients: list[socket.socket] = []
     slowest_healthz = 0.0
     try:
@@ -87,7 +87,7 @@ def test_fifty_slow_bodies_do_not_stop_healthz(deployed_web):
             round_started = time.monotonic()
             for sock in slow_clients:
                 sock.sendall(b" ")
-            answer = requests.get(deployed_web.base + "/healthz", timeout=HEALTHZ_BOUND_SECONDS)
+            answer = requests.get(deployed.base + "/healthz", timeout=HEALTHZ_BOUND_SECONDS)
             slowest_healthz = max(slowest_healthz, time.monotonic() - round_started)
             assert answer.status_code == 200, answer.text
             time.sleep(max(TRICKLE_EVERY_SECONDS - (time.monotonic() - round_started), 0))
@@ -97,7 +97,7 @@ def test_fifty_slow_bodies_do_not_stop_healthz(deployed_web):
         for sock in slow_clients:
             sock.close()
     assert slowest_healthz < HEALTHZ_BOUND_SECONDS
-    assert deployed_web.request("GET", "/healthz").status_code == 200
+    assert deployed.request("GET", "/healthz").status_code == 200
 
 
 def _assert_envelope(answer: requests.Response, status: int, code: str) -> None:
@@ -110,14 +110,14 @@ def _assert_envelope(answer: requests.Response, status: int, code: str) -> None:
     assert envelope["request_id"] == answer.headers["X-Request-Id"]
 
 
-def test_a_10_kb_path_is_refused_in_the_envelope(deployed_web):
-    answer = deployed_web.request("GET", f"/v1/charges/{TEN_KB}")
+def test_a_10_kb_path_is_refused_in_the_envelope(deployed):
+    answer = deployed.request("GET", f"/v1/charges/{TEN_KB}")
 
     _assert_envelope(answer, 414, "request_line_too_long")
 
 
-def test_a_10_kb_header_is_refused_in_the_envelope(deployed_web):
-    answer = deployed_web.request("GET", "/healthz", headers={"X-Padding": TEN_KB})
+def test_a_10_kb_header_is_refused_in_the_envelope(deployed):
+    answer = deployed.request("GET", "/healthz", headers={"X-Padding": TEN_KB})
 
     _assert_envelope(answer, 431, "header_too_large")
 
@@ -139,9 +139,9 @@ def _status_line(sock: socket.socket) -> bytes:
     return answer.partition(b"\r\n")[0]
 
 
-def test_a_body_sent_in_pieces_is_served_whole(deployed_web):
+def test_a_body_sent_in_pieces_is_served_whole(deployed):
     """The event loop collects a body that arrives in pieces, then the application gets it."""
-    with socket.create_connection(_address(deployed_web), timeout=10) as sock:
+    with socket.create_connection(_address(deployed), timeout=10) as sock:
         sock.sendall(_login_head())
         for piece in (WRONG_LOGIN[:10], WRONG_LOGIN[10:30], WRONG_LOGIN[30:]):
             time.sleep(0.3)
@@ -150,8 +150,8 @@ def test_a_body_sent_in_pieces_is_served_whole(deployed_web):
         assert _status_line(sock) == UNAUTHORIZED
 
 
-def test_a_client_expecting_100_continue_gets_it_before_sending_the_body(deployed_web):
-    with socket.create_connection(_address(deployed_web), timeout=10) as sock:
+def test_a_client_expecting_100_continue_gets_it_before_sending_the_body(deployed):
+    with socket.create_connection(_address(deployed), timeout=10) as sock:
         sock.sendall(_login_head(b"Expect: 100-continue\r\n"))
         assert sock.recv(64) == b"HTTP/1.1 100 Continue\r\n\r\n"
         sock.sendall(WRONG_LOGIN)
@@ -208,11 +208,11 @@ def test_the_nginx_config_is_valid(tmp_path):
 
 
 @pytest.fixture
-def nginx_in_front(deployed_web, tmp_path):
+def nginx_in_front(deployed, tmp_path):
     """nginx with deploy/nginx/acme.conf in front of the deployed web: its https address and
     the certificate to trust. Stopped at the end, whatever happened."""
     https_port = free_port()
-    config = _nginx_config(tmp_path, https_port, free_port(), urlsplit(deployed_web.base).port)
+    config = _nginx_config(tmp_path, https_port, free_port(), urlsplit(deployed.base).port)
     base, certificate = f"https://127.0.0.1:{https_port}", str(tmp_path / "certificate.pem")
     with (tmp_path / "nginx.log").open("wb") as log:
         process = subprocess.Popen(
@@ -243,9 +243,9 @@ def _answers(url: str, certificate: str) -> bool:
 
 
 @needs_nginx
-def test_nginx_answers_its_own_limits_in_the_envelope(deployed_web, nginx_in_front):
+def test_nginx_answers_its_own_limits_in_the_envelope(deployed, nginx_in_front):
     base, certificate = nginx_in_front
-    web_log_before = len(deployed_web.log())
+    web_log_before = len(deployed.log())
 
     def get(path: str, **kwargs) -> requests.Response:
         return requests.get(base + path, verify=certificate, timeout=10, **kwargs)
@@ -260,5 +260,5 @@ def test_nginx_answers_its_own_limits_in_the_envelope(deployed_web, nginx_in_fro
     _assert_envelope(long_path, 414, "request_line_too_long")
     _assert_envelope(long_header, 431, "header_too_large")
     _assert_envelope(too_large, 413, "payload_too_large")
-    web_log = deployed_web.log()[web_log_before:]
+    web_log = deployed.log()[web_log_before:]
     assert "/v1/charges" not in web_log and "Invalid request" not in web_log  # nginx's answers

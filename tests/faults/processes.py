@@ -1,7 +1,7 @@
 """Real processes for the fault tests: a Redis server that can be stopped and started again on
 its port, and `python worker.py` workers (alone, or as the Procfile runs them) that can be
-killed mid-job. Each runs in its own process group, so a kill or a teardown reaches all it
-started."""
+killed mid-job (tests/deployed starts the Procfile's processes with them too). Each runs in
+its own process group, so a kill or a teardown reaches all it started."""
 
 import os
 import subprocess
@@ -75,9 +75,9 @@ def start_procfile_command(
     return _start(argv, database_url, redis_url, log_path, settings)
 
 
-def _start(
-    argv: list[str], database_url: str, redis_url: str, log_path: Path, settings: dict[str, str]
-) -> subprocess.Popen:
+def process_environment(database_url: str, redis_url: str, **settings: str) -> dict[str, str]:
+    """This process's environment for a service process on `database_url` and `redis_url`,
+    in test mode, with `settings` on top."""
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
@@ -87,11 +87,17 @@ def _start(
         WEBHOOK_ALLOW_PRIVATE_TEST_URLS="1",  # the receivers run on localhost
         **settings,
     )
+    return env
+
+
+def _start(
+    argv: list[str], database_url: str, redis_url: str, log_path: Path, settings: dict[str, str]
+) -> subprocess.Popen:
     with log_path.open("ab") as log:
         return subprocess.Popen(
             argv,
             cwd=ROOT,
-            env=env,
+            env=process_environment(database_url, redis_url, **settings),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

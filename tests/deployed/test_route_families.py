@@ -1,0 +1,172 @@
+"""Every route family of the deployed stack once, over HTTP only, as merchants' servers,
+payers' banks and browsers reach it (issue 19): work handed to the worker, webhook and cron
+processes is awaited within bounded waits. Dispute evidence (signed upload and view) is in
+test_evidence_upload.py."""
+
+import hashlib
+import hmac
+import json
+import math
+import re
+import time
+
+import pytest
+import requests
+
+from app.pix import brcode
+from tests.deployed.conftest import PUBLIC_BASE_URL, REQUEST_SECONDS
+from tests.support.charges import charge_body
+from tests.support.http import csrf_token
+from tests.support.payments import payment_body
+from tests.support.receiver import receiving
+
+pytestmark = pytest.mark.slow
+
+# PIX's default fees are 0.20 % (provider) and 0.79 % (platform).
+PIX_AMOUNT, PIX_NET = 10_000, 9_901
+FINALISE_SECONDS = 10
+RELEASE_SECONDS = 15
+DELIVERY_SECONDS = 15
+SIGNATURE_TOLERANCE_SECONDS = 300
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _created(response: requests.Response) -> dict:
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def _new_charge(deployed, amount: int = PIX_AMOUNT) -> dict:
+    return _created(deployed.api("POST", "/v1/charges", json=charge_body(amount=amount)))
+
+
+def _pay(deployed, charge: dict) -> None:
+    paid = deployed.api("POST", f"/v1/sandbox/charges/{charge['id']}/pay", json={})
+    assert paid.status_code == 200, paid.text
+
+
+def _balance(deployed) -> dict:
+    response = deployed.api("GET", "/v1/wallets/balance")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _released(deployed, total_above: float = -math.inf) -> dict | None:
+    """The balance once nothing is pending and its total is above `total_above`."""
+    balance = _balance(deployed)
+    return balance if balance["pending"] == 0 and balance["total"] > total_above else None
+
+
+def test_a_pix_charge_is_located_paid_and_released_to_the_wallet(deployed):
+    before = deployed.wait_for(lambda: _released(deployed), RELEASE_SECONDS, "earlier releases")
+    charge = _new_charge(deployed)
+
+    fetched = deployed.api("GET", f"/v1/charges/{charge['id']}")
+    assert fetched.status_code == 200, fetched.text
+    assert fetched.json()["status"] == "pending"
+    code = brcode.parse(charge["pix"]["br_code"])  # every length and the CRC
+    assert code.location.startswith(PUBLIC_BASE_URL.removeprefix("https://") + "/v1/qr/")
+    payload = deployed.request("GET", deployed.path(f"https://{code.location}"))
+    assert payload.status_code == 200, payload.text
+    assert payload.json()["txid"] == charge["pix"]["txid"]
+    assert payload.json()["valor"] == {"original": "100.00"}
+    image = deployed.request("GET", deployed.path(charge["pix"]["qr_code_url"]))
+    assert image.status_code == 200, image.text
+    assert image.headers["Content-Type"] == "image/png"
+    assert image.content.startswith(PNG_SIGNATURE)
+
+    _pay(deployed, charge)
+
+    after = deployed.wait_for(
+        lambda: _released(deployed, total_above=before["total"]),
+        RELEASE_SECONDS,
+        "the payment released by cron and the worker",
+    )
+    assert after["available"] - before["available"] == PIX_NET
+
+
+def test_a_payment_is_finalised_by_the_worker(deployed):
+    payment = _created(deployed.api("POST", "/v1/payments", json=payment_body()))
+    assert payment["status"] == "PENDING"
+
+    def pix_code() -> str | None:
+        response = deployed.api("GET", f"/v1/payments/{payment['id']}")
+        assert response.status_code == 200, response.text
+        return response.json().get("pixCopyPaste")
+
+    code = deployed.wait_for(pix_code, FINALISE_SECONDS, "the worker to finalise the payment")
+    assert brcode.parse(code).location
+
+
+def _signed(raw_body: bytes, signature_header: str, secret: str) -> bool:
+    """README, "Receiving webhooks": `t=<unix time>,v1=<HMAC-SHA256 of "t.raw body">`."""
+    parts = dict(part.split("=", 1) for part in signature_header.split(","))
+    if abs(time.time() - int(parts["t"])) > SIGNATURE_TOLERANCE_SECONDS:
+        return False
+    expected = hmac.new(secret.encode(), parts["t"].encode() + b"." + raw_body, hashlib.sha256)
+    return hmac.compare_digest(parts["v1"], expected.hexdigest())
+
+
+def test_a_paid_charge_is_delivered_signed_to_the_registered_endpoint(deployed):
+    with receiving() as receiver:
+        endpoint = _created(
+            deployed.api(
+                "POST",
+                "/v1/webhooks/endpoints",
+                json={"url": receiver.url, "events": ["charge.paid"]},
+            )
+        )
+        try:
+            charge = _new_charge(deployed)
+            _pay(deployed, charge)
+            delivery = deployed.wait_for(
+                lambda: next(
+                    (d for d in receiver.received if charge["id"].encode() in d.body), None
+                ),
+                DELIVERY_SECONDS,
+                "the charge.paid delivery",
+            )
+        finally:
+            deployed.api("DELETE", f"/v1/webhooks/endpoints/{endpoint['id']}")
+
+    assert json.loads(delivery.body)["type"] == "charge.paid"
+    assert _signed(delivery.body, delivery.headers["X-Acme-Signature"], endpoint["secret"])
+
+
+def test_the_owner_signs_in_and_issues_a_key_on_the_dashboard(deployed):
+    browser = requests.Session()
+    login_page = browser.get(deployed.base + "/dashboard/login", timeout=REQUEST_SECONDS)
+    signed_in = browser.post(
+        deployed.base + "/dashboard/login",
+        data={
+            "email": deployed.seed["email"],
+            "password": deployed.seed["password"],
+            "csrf_token": csrf_token(login_page.text),
+        },
+        timeout=REQUEST_SECONDS,
+    )
+    assert signed_in.status_code == 200, signed_in.text
+    assert signed_in.url == deployed.base + "/dashboard/"  # the overview, signed in
+    keys_page = browser.get(deployed.base + "/dashboard/api-keys", timeout=REQUEST_SECONDS)
+
+    issued = browser.post(
+        deployed.base + "/dashboard/api-keys",
+        data={"label": "deployed suite", "test": "y", "csrf_token": csrf_token(keys_page.text)},
+        timeout=REQUEST_SECONDS,
+    )
+
+    assert issued.status_code == 201, issued.text
+    shown = re.search(r'id="new-api-key"[^>]* value="([^"]+)"', issued.text)
+    assert shown, issued.text
+    listed = deployed.request("GET", "/v1/charges", headers={"apikey": shown.group(1)})
+    assert listed.status_code == 200, listed.text
+
+
+def test_the_checkout_page_shows_the_amount(deployed):
+    charge = _new_charge(deployed, amount=4990)
+
+    page = deployed.request("GET", deployed.path(charge["checkout_url"]))
+
+    assert page.status_code == 200, page.text
+    assert page.headers["Content-Type"].startswith("text/html")
+    assert "49,90" in page.text
