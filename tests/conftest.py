@@ -14,6 +14,7 @@ from app import create_app
 from app.embedded_redis import EmbeddedRedis
 from app.extensions import csrf, db, get_redis
 from tests.support import factories, probe
+from tests.support.deployed import deployed  # noqa: F401 (for tests/deployed and tests/browser)
 from tests.support.http import bearer, login
 from tests.support.receiver import receiving
 

@@ -80,20 +80,19 @@ def release_due(now: datetime | None = None, batch_size: int = 100) -> int:
 
 def next_release(wallet_id: str | None) -> tuple[datetime | None, int | None]:
     """When the next tranche releases and how much releases then (every tranche due at that
-    same moment), or (None, None)."""
+    same moment), or (None, None). One statement: read in two, a release in between left
+    the moment without its amount."""
     if wallet_id is None:
         return None, None
-    waiting = sa.and_(
-        SettlementRelease.wallet_id == wallet_id,
-        SettlementRelease.released_at.is_(None),
-        SettlementRelease.amount > 0,
-    )
-    at = db.session.scalar(sa.select(sa.func.min(SettlementRelease.release_at)).where(waiting))
-    if at is None:
-        return None, None
-    amount = db.session.scalar(
-        sa.select(sa.func.sum(SettlementRelease.amount)).where(
-            waiting, SettlementRelease.release_at == at
+    row = db.session.execute(
+        sa.select(SettlementRelease.release_at, sa.func.sum(SettlementRelease.amount))
+        .where(
+            SettlementRelease.wallet_id == wallet_id,
+            SettlementRelease.released_at.is_(None),
+            SettlementRelease.amount > 0,
         )
-    )
-    return at, int(amount)
+        .group_by(SettlementRelease.release_at)
+        .order_by(SettlementRelease.release_at)
+        .limit(1)
+    ).first()
+    return (None, None) if row is None else (row[0], int(row[1]))

@@ -1,19 +1,32 @@
-"""Browser tests: the dashboard served by a real HTTP server in this process (the test app,
-its database and Redis) and driven by Playwright in Debian's Chromium, headless.
+"""Browser tests: the dashboard served by the deployed stack (tests/support/deployed.py: the
+Procfile's gunicorn, worker, webhooks and cron processes) and driven by Playwright in Debian's
+Chromium, headless. Their data is made with tests/support/factories through `app`, here an app
+bound to the stack's own database and Redis; after each test the stack's tables are emptied and
+its demo merchant seeded again, so the deployed tests still find it.
 
 They skip, saying why, only when Playwright or Chromium cannot be had (`./scripts/test`
 installs Chromium when it runs as root with apt-get). Every test leaves a screenshot of the
 last page of each of its tabs in `test-results/browser/`, kept by CI with its log.
 """
 
+import os
+import re
 import shutil
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from werkzeug.serving import make_server
+import requests
+import sqlalchemy as sa
+
+from app import create_app
+from app.config import engine_options
+from app.extensions import QUEUE_NAMES, db, get_queue, get_redis
+from app.models import SettlementRelease
+from app.services import releases
+from tests.support import payouts
+from tests.support.deployed import PUBLIC_BASE_URL, REQUEST_SECONDS
+from tests.support.processes import wait_for
 
 try:  # the tests' auto-waiting assertions; without Playwright, `browser` skips them first
     from playwright.sync_api import expect
@@ -22,8 +35,9 @@ except ImportError:  # pragma: no cover
 else:
     expect.set_options(timeout=10_000)  # as long as actions wait (the contexts' default)
 
-__all__ = ["click_confirming", "expect", "sign_in"]
+__all__ = ["click_confirming", "expect", "run_jobs", "sign_in"]
 
+JOBS_SECONDS = 15
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "browser"
 
 
@@ -42,20 +56,80 @@ def browser():
         chromium.close()
 
 
+@pytest.fixture(scope="session")
+def app(deployed):
+    """Overrides tests/conftest.py's `app` for the browser tests: the same test settings, on
+    the stack's database and Redis, with the stack's secret key and public address (so what
+    it signs, the stack accepts)."""
+    instance = deployed.settings["INSTANCE_PATH"]
+    previous = os.environ.get("INSTANCE_PATH")
+    os.environ["INSTANCE_PATH"] = instance
+    try:
+        return create_app(
+            {
+                "APP_ENV": "testing",
+                "TESTING": True,
+                "SQLALCHEMY_DATABASE_URI": deployed.database_url,
+                "SQLALCHEMY_ENGINE_OPTIONS": engine_options(deployed.database_url),
+                "REDIS_URL": deployed.redis_url,
+                "PUBLIC_BASE_URL": PUBLIC_BASE_URL,
+                "SECRET_KEY": deployed.settings["SECRET_KEY"],
+                "WEBHOOK_ALLOW_PRIVATE_TEST_URLS": True,  # receivers run on localhost
+            }
+        )
+    finally:
+        if previous is None:
+            os.environ.pop("INSTANCE_PATH", None)
+        else:
+            os.environ["INSTANCE_PATH"] = previous
+
+
+@pytest.fixture(autouse=True)
+def _empty_tables(app, deployed):
+    """Overrides tests/conftest.py's: the stack's tables are emptied, then the demo merchant
+    seeded again (`deployed.seed` holds its new keys)."""
+    yield
+    with app.app_context():
+        db.session.rollback()
+        for table in reversed(db.metadata.sorted_tables):
+            db.session.execute(table.delete())
+        db.session.commit()
+    deployed.reseed()
+
+
+@pytest.fixture(autouse=True)
+def _released_by_the_stack(monkeypatch):
+    """The stack's cron releases due settlement tranches every second, so the helpers'
+    in-process `release_due` (tests/support/refunds.py's `release`, `funded_merchant`) would
+    race it: here it waits for the stack to have released every due tranche instead."""
+
+    def release_due(now=None, batch_size=100) -> int:
+        def nothing_due() -> bool:
+            db.session.rollback()  # a fresh snapshot each time
+            due = sa.select(sa.func.count()).where(
+                SettlementRelease.released_at.is_(None),
+                SettlementRelease.release_at <= (now or releases.utcnow()),
+            )
+            return db.session.scalar(due) == 0
+
+        wait_for(nothing_due, JOBS_SECONDS, "the stack's cron to release due settlements")
+        return 0
+
+    monkeypatch.setattr(releases, "release_due", release_due)
+
+
 @pytest.fixture
-def live_server(app, monkeypatch) -> Iterator[str]:
-    """The test app on a free port; signed storage addresses point at it too."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    base = f"http://127.0.0.1:{port}"
-    monkeypatch.setitem(app.config, "PUBLIC_BASE_URL", base)
-    server = make_server("127.0.0.1", port, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield base
-    server.shutdown()
-    thread.join()
+def redis(app):
+    """The stack's Redis, not emptied: its worker processes keep their queues there."""
+    with app.app_context():
+        connection = get_redis()
+    yield connection
+
+
+@pytest.fixture
+def live_server(deployed) -> Iterator[str]:
+    """The stack's web process."""
+    return deployed.base
 
 
 @pytest.fixture
@@ -90,7 +164,35 @@ def open_page(browser, live_server, request):
 def _context(browser, base_url: str, **options):
     context = browser.new_context(base_url=base_url, **options)
     context.set_default_timeout(10_000)
+    # Addresses on the public host (signed uploads, links) go to the stack's web process.
+    context.route(re.compile("^" + re.escape(PUBLIC_BASE_URL) + "/"), _to(base_url))
     return context
+
+
+def _to(base_url: str):
+    def forward(route) -> None:
+        sent = route.request
+        # all_headers: `headers` leaves out the cookies.
+        headers = {k: v for k, v in sent.all_headers().items() if not k.startswith(":")}
+        headers.pop("host", None)
+        answer = requests.request(
+            sent.method,
+            base_url + sent.url.removeprefix(PUBLIC_BASE_URL),
+            headers=headers,
+            data=sent.post_data_buffer,
+            # Chromium does not follow a redirect fulfilled for a fetch: follow it here.
+            allow_redirects=not sent.is_navigation_request(),
+            timeout=REQUEST_SECONDS,
+            stream=True,
+        )
+        body = answer.raw.read(decode_content=False)  # as sent: Content-Encoding stays
+        returned = {}
+        for name, value in answer.raw.headers.items():
+            name = name.lower()
+            returned[name] = f"{returned[name]}\n{value}" if name in returned else value
+        route.fulfill(status=answer.status_code, headers=returned, body=body)
+
+    return forward
 
 
 def _save(context, name: str) -> None:
@@ -122,3 +224,16 @@ def click_confirming(page, button) -> str:
     button.click()
     assert asked, "The button asked nothing before acting."
     return asked[0]
+
+
+def run_jobs(app, redis) -> None:
+    """Run what is queued here (tests/support/payouts.py's `run_jobs`), then wait until the
+    stack's own workers have finished what they took: nothing queued, nothing started."""
+    payouts.run_jobs(app, redis)
+    with app.app_context():
+        queues = [get_queue(name) for name in QUEUE_NAMES]
+
+    def quiet() -> bool:
+        return all(q.count == 0 and q.started_job_registry.count == 0 for q in queues)
+
+    wait_for(quiet, JOBS_SECONDS, "the stack's workers to finish their jobs")

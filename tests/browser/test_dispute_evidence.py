@@ -8,6 +8,7 @@ from app.models import Role
 from tests.browser.conftest import sign_in
 from tests.support import disputes as d
 from tests.support import factories
+from tests.support.deployed import PUBLIC_BASE_URL
 from tests.support.refunds import merchant
 
 PDF = b"%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n"
@@ -42,7 +43,7 @@ def test_evidence_goes_from_the_browser_to_the_signed_address(app, client, shop,
         len(PDF),
         "application/pdf",
     )
-    viewed = page.request.get(item["view_url"])
+    viewed = page.request.get(item["view_url"].removeprefix(PUBLIC_BASE_URL))
     assert viewed.ok and viewed.body() == PDF
 
 

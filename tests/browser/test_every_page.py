@@ -26,7 +26,7 @@ import pytest
 from app.extensions import db
 from app.models import KeyMode, Role
 from app.services import webhooks
-from tests.browser.conftest import SCREENSHOTS, sign_in
+from tests.browser.conftest import SCREENSHOTS, run_jobs, sign_in
 from tests.browser.pages import VIEWPORT, BrowserLog, endpoint_at, page_problems
 from tests.support import charges, factories, payments, payouts
 from tests.support import disputes as d
@@ -203,7 +203,7 @@ def world(app, client, redis, monkeypatch, live_server, receiver) -> World:
     card = payments.created(client, shop.api_key, paymentMethods=["CREDIT_CARD"], currency="EUR")
     payout_owner = payouts.Merchant(owner, bearer(login(client, owner)), shop.api_key)
     assert payouts.request(client, payout_owner).status_code == 201
-    payouts.run_jobs(app, redis)  # the payments' finalisation and the webhook deliveries
+    run_jobs(app, redis)  # the payments' finalisation and the webhook deliveries
     assert receiver.received, "no webhook delivery was made"
     return World(
         owner=owner,

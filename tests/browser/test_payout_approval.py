@@ -4,9 +4,9 @@ of their own), the worker sends it, and the merchant's page shows it completed."
 
 import re
 
-from tests.browser.conftest import click_confirming, expect, sign_in
+from tests.browser.conftest import click_confirming, expect, run_jobs, sign_in
 from tests.support import factories
-from tests.support.payouts import available, funded_merchant, run_jobs
+from tests.support.payouts import available, funded_merchant
 from tests.support.refunds import PIX_PAYOUT_FEE
 
 DESTINATION = "ana@example.com (EMAIL)"

@@ -9,9 +9,8 @@ import json
 import re
 
 from app.models import Role
-from tests.browser.conftest import expect, sign_in
+from tests.browser.conftest import expect, run_jobs, sign_in
 from tests.support import charges, factories
-from tests.support.payouts import run_jobs
 
 
 def _signed_with(secret: str, received) -> bool:

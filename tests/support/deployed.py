@@ -1,0 +1,239 @@
+"""The service as the Procfile deploys it, booted once per session: the `release` line
+migrates a database of the stack's own, `flask demo seed --json` seeds the demo merchant,
+then `web` (gunicorn with deploy/gunicorn.conf.py, bound to loopback), `worker`, `webhooks`
+and `cron` run exactly as the Procfile writes them, with a realistic public host name. Tests
+talk to it over HTTP only, so bugs that only real processes show (how gunicorn frames bodies,
+jobs crossing from web to worker, cron's sweeps) are caught here, not by the test client.
+
+Its workers consume jobs, so the stack never shares the session's database or Redis DB
+(other tests count queued jobs and empty tables after each test): on PostgreSQL it gets
+`<session database>_deployed` on the same server, dropped at the end; on SQLite a file of its
+own. With REDIS_URL set it takes the next DB number (the session's + 1, modulo 16: `.ci/run`'s
+13 gives 14), emptied before and after; without, an embedded Redis of its own. Every process
+runs in its own group and is stopped at the end of the session, whatever happened; their logs
+go into the failure messages.
+
+The fixture is registered for the whole suite by tests/conftest.py: tests/deployed talks to the
+stack over HTTP, tests/browser drives its web process in Chromium (and makes its data through
+an app bound to `database_url` and `redis_url`)."""
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+import requests
+from psycopg import sql
+from redis import Redis
+
+from app.embedded_redis import EmbeddedRedis
+from tests.faults.processes import ROOT, process_environment, start_procfile_command
+from tests.support.processes import answers_ok, free_port, wait_for, wait_or_kill
+
+PUBLIC_BASE_URL = "https://pagamentos.minha-loja-de-exemplo.com.br"
+LONG_RUNNING = ("web", "worker", "webhooks", "cron")
+SEED_COMMAND = "flask --app wsgi demo seed --json"
+REDIS_DATABASES = 16
+COMMAND_SECONDS = 120
+BOOT_SECONDS = 60
+STOP_SECONDS = 15
+REQUEST_SECONDS = 10
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class DeployedStack:
+    """The running stack: `base` is the web process's loopback address (the public address
+    it prints in links is PUBLIC_BASE_URL); `seed` is what `flask demo seed --json` printed."""
+
+    base: str
+    seed: dict
+    log_paths: dict[str, Path]
+    database_url: str
+    redis_url: str
+    settings: dict[str, str]
+
+    def path(self, public_url: str) -> str:
+        """The path and query of a link the service handed out on its public host."""
+        assert public_url.startswith(PUBLIC_BASE_URL + "/"), public_url
+        return public_url.removeprefix(PUBLIC_BASE_URL)
+
+    def request(self, method: str, path: str, **kwargs) -> requests.Response:
+        return requests.request(method, self.base + path, timeout=REQUEST_SECONDS, **kwargs)
+
+    def api(self, method: str, path: str, **kwargs) -> requests.Response:
+        """A request with the demo merchant's test key, and a fresh Idempotency-Key on writes
+        (financial writes need one)."""
+        headers = {"apikey": self.seed["test_api_key"], **kwargs.pop("headers", {})}
+        if method == "POST":
+            headers.setdefault("Idempotency-Key", uuid.uuid4().hex)
+        return self.request(method, path, headers=headers, **kwargs)
+
+    def log(self, process_type: str = "web") -> str:
+        return self.log_paths[process_type].read_text(errors="replace")
+
+    def logs(self) -> str:
+        """Every process's log, for a failure message."""
+        return "\n".join(f"--- {name} ---\n{self.log(name)}" for name in self.log_paths)
+
+    def reseed(self) -> None:
+        """Seed the demo merchant again (after its tables were emptied): `seed` then holds the
+        new keys."""
+        env = process_environment(self.database_url, self.redis_url, **self.settings)
+        self.seed.clear()
+        self.seed.update(json.loads(run_command(SEED_COMMAND, env)))
+
+    def wait_for(self, predicate: Callable[[], T], timeout: float, what: str) -> T:
+        """`wait_for`, failing with every process's log: what the stack did meanwhile."""
+        try:
+            return wait_for(predicate, timeout, what)
+        except AssertionError as failure:
+            raise AssertionError(f"{failure}\n{self.logs()}") from None
+
+
+def procfile_command(process_type: str) -> str:
+    """The Procfile's command for `process_type`, bound to loopback instead of every
+    interface."""
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        name, _, command = line.partition(":")
+        if name.strip() == process_type:
+            return command.strip().replace("0.0.0.0:", "127.0.0.1:")
+    raise AssertionError(f"no {process_type} process in the Procfile")
+
+
+@contextlib.contextmanager
+def stack_database(session_url: str, directory: Path) -> Iterator[str]:
+    """A database for the stack alone, next to the session's."""
+    if not session_url.startswith("postgresql"):
+        yield f"sqlite:///{directory / 'deployed.db'}"
+        return
+    parts = urlsplit(session_url)
+    name = f"{parts.path.lstrip('/')}_deployed"
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    with psycopg.connect(session_url, autocommit=True) as admin:
+        admin.execute(drop)  # left by a run that was killed
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(session_url, autocommit=True) as admin:
+            admin.execute(drop)
+
+
+@contextlib.contextmanager
+def stack_redis(session_url: str | None) -> Iterator[str]:
+    """A Redis DB for the stack alone: the next DB number of the session's REDIS_URL, emptied
+    before and after, or an embedded server of its own when the session has none."""
+    if not session_url:
+        server = EmbeddedRedis().start()
+        try:
+            yield server.url
+        finally:
+            server.stop()
+        return
+    parts = urlsplit(session_url)
+    number = (int(parts.path.lstrip("/") or 0) + 1) % REDIS_DATABASES
+    url = urlunsplit(parts._replace(path=f"/{number}"))
+    connection = Redis.from_url(url)
+    connection.flushdb()
+    try:
+        yield url
+    finally:
+        connection.flushdb()
+        connection.close()
+
+
+def run_command(command: str, env: dict[str, str]) -> str:
+    """A one-off command (release, seed) run to completion; its standard output."""
+    finished = subprocess.run(
+        ["/bin/sh", "-c", f"exec {command}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_SECONDS,
+    )
+    assert finished.returncode == 0, f"{command} failed:\n{finished.stdout}\n{finished.stderr}"
+    return finished.stdout
+
+
+def stop(processes: list[subprocess.Popen]) -> None:
+    """Ask every process to stop at once, then give each STOP_SECONDS before killing its
+    group."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        wait_or_kill(process, timeout=STOP_SECONDS)
+
+
+@pytest.fixture(scope="session")
+def deployed(database_url, tmp_path_factory) -> Iterator[DeployedStack]:
+    """The Procfile's processes on a seeded database and a Redis DB of their own: one web
+    worker (8 threads), two webhook workers, and sweeps every second so that releases and
+    webhook retries happen within a test's wait."""
+    directory = tmp_path_factory.mktemp("deployed")
+    instance = directory / "instance"
+    instance.mkdir()
+    port = free_port()
+    settings = {
+        "PORT": str(port),
+        "WEB_CONCURRENCY": "1",
+        "WEBHOOK_PROCESSES": "2",
+        "SECRET_KEY": secrets.token_hex(32),
+        "PUBLIC_BASE_URL": PUBLIC_BASE_URL,
+        "INSTANCE_PATH": str(instance),
+        "SETTLEMENT_HOLD": "0s",
+        "SETTLEMENT_RELEASE_SWEEP_SECONDS": "1",
+        "WEBHOOK_SWEEP_SECONDS": "1",
+    }
+    with (
+        stack_database(database_url, directory) as stack_database_url,
+        stack_redis(os.environ.get("REDIS_URL")) as stack_redis_url,
+    ):
+        env = process_environment(stack_database_url, stack_redis_url, **settings)
+        run_command(procfile_command("release"), env)
+        seed = json.loads(run_command(SEED_COMMAND, env))
+        log_paths = {name: directory / f"{name}.log" for name in LONG_RUNNING}
+        processes = []
+        try:
+            for name in LONG_RUNNING:
+                processes.append(
+                    start_procfile_command(
+                        procfile_command(name),
+                        stack_database_url,
+                        stack_redis_url,
+                        log_paths[name],
+                        **settings,
+                    )
+                )
+            stack = DeployedStack(
+                f"http://127.0.0.1:{port}",
+                seed,
+                log_paths,
+                stack_database_url,
+                stack_redis_url,
+                settings,
+            )
+            stack.wait_for(
+                lambda: (
+                    any(p.poll() is not None for p in processes)
+                    or answers_ok(f"{stack.base}/healthz")
+                ),
+                BOOT_SECONDS,
+                "the Procfile's web process",
+            )
+            assert all(p.poll() is None for p in processes), stack.logs()
+            yield stack
+        finally:
+            stop(processes)
