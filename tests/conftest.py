@@ -12,11 +12,12 @@ from flask_migrate import upgrade
 
 from app import create_app
 from app.embedded_redis import EmbeddedRedis
-from app.extensions import csrf, db, get_redis
+from app.extensions import csrf, get_redis
 from tests.support import factories, probe
 from tests.support.deployed import deployed  # noqa: F401 (for tests/deployed and tests/browser)
 from tests.support.http import bearer, login
 from tests.support.receiver import receiving
+from tests.support.rows import empty_tables
 
 
 @pytest.fixture(scope="session")
@@ -60,11 +61,7 @@ def app(database_url, redis_url, tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _empty_tables(app):
     yield
-    with app.app_context():
-        db.session.rollback()
-        for table in reversed(db.metadata.sorted_tables):
-            db.session.execute(table.delete())
-        db.session.commit()
+    empty_tables(app)
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from app.models.refund import (
     RefundStrategy,
 )
 from app.models.transaction import (
+    DISPUTED_STATUSES,
     SETTLED_STATUSES,
     Origin,
     ReceivedPix,
@@ -47,6 +48,7 @@ from app.models.webhook import (
 from app.models.withdrawal import Withdrawal, WithdrawalStatus, WithdrawalType
 
 __all__ = [
+    "DISPUTED_STATUSES",
     "FINAL_DISPUTE_STATUSES",
     "FINAL_REFUND_STATUSES",
     "SETTLED_STATUSES",

@@ -100,7 +100,11 @@ class SettlementRelease(db.Model):
     the payment takes from it first, so `amount` is what is left to release."""
 
     __tablename__ = "settlement_releases"
-    __table_args__ = (sa.Index("ix_settlement_releases_due", "released_at", "release_at"),)
+    __table_args__ = (
+        sa.Index("ix_settlement_releases_due", "released_at", "release_at"),
+        # A refund takes from its payment's tranche: found by the payment, on every refund.
+        sa.Index("ix_settlement_releases_reference", "reference_id"),
+    )
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     wallet_id: Mapped[str] = mapped_column(sa.ForeignKey("wallets.id"), index=True)

@@ -32,6 +32,8 @@ class TransactionStatus(enum.StrEnum):
 
 
 SETTLED_STATUSES = frozenset({TransactionStatus.PAID, TransactionStatus.APPROVED})
+# A dispute (MED or card chargeback) holds the money; refunds wait for its decision.
+DISPUTED_STATUSES = frozenset({TransactionStatus.DISPUTE, TransactionStatus.CHARGEBACK})
 
 
 class Origin(enum.StrEnum):

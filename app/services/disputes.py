@@ -39,6 +39,7 @@ from app.formats.charges import CHARGE_ID_PREFIX
 from app.formats.disputes import med_case_object, med_metadata
 from app.jobs.queueing import enqueue_after_commit
 from app.models import (
+    DISPUTED_STATUSES,
     SETTLED_STATUSES,
     DisputeCase,
     DisputeEvidence,
@@ -113,7 +114,6 @@ CASE_MACHINE = StateMachine(
     },
 )
 S_T = TransactionStatus
-DISPUTED_STATUSES = frozenset({S_T.DISPUTE, S_T.CHARGEBACK})
 RETAINED, TO_PAYER = LedgerAccount.RETAINED, LedgerAccount.PROVIDER_CLEARING
 
 

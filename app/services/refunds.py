@@ -37,6 +37,7 @@ from app.extensions import MONEY_QUEUE, db
 from app.formats.payments import payment_event_data, refund_event_data
 from app.jobs.queueing import enqueue_after_commit
 from app.models import (
+    DISPUTED_STATUSES,
     SETTLED_STATUSES,
     KeyMode,
     LedgerAccount,
@@ -63,7 +64,7 @@ from app.services import (
     refund_states,
     transactions,
 )
-from app.services.allowances import Allowance
+from app.services.allowances import ALLOWED, Allowance, refused
 from app.services.events import record_event
 from app.services.ledger import Line
 from app.services.refund_totals import refunded_total, reserved_total
@@ -71,7 +72,6 @@ from app.services.refund_totals import refunded_total, reserved_total
 log = logging.getLogger(__name__)
 S = TransactionStatus
 R = RefundStatus
-DISPUTED = frozenset({S.DISPUTE, S.CHARGEBACK})
 PIX = "PIX"
 MAX_REASON = 500
 MAX_SUBMIT_ATTEMPTS = 5
@@ -110,7 +110,7 @@ class Refundability(Allowance):
 def refundability(payment: Transaction) -> Refundability:
     """The one answer to "may this payment be refunded, and how much?" that the API, the
     dashboard and the jobs share. Never depends on the wallet: a refund waits for money."""
-    if payment.status in DISPUTED:
+    if payment.status in DISPUTED_STATUSES:
         return Refundability(
             InvalidRequest(
                 "This transaction is disputed and cannot be refunded: the disputed amount is "
@@ -221,8 +221,8 @@ def cancellability(refund: Refund) -> Allowance:
     """Only a refund still waiting for money may be cancelled: once funded it may already
     be on its way to the payer."""
     if refund.status is R.PENDING and refund.pending_reason is not None:
-        return Allowance()
-    return Allowance(
+        return ALLOWED
+    return refused(
         Conflict(
             f"Only a refund waiting for funds can be cancelled; this one is {refund.status}"
             + (" and already funded." if refund.status is R.PENDING else "."),
@@ -258,7 +258,7 @@ def fund(refund_id: str) -> Refund | None:
     refund, payment = _lock(refund_id)
     if refund is None or refund.status is not R.PENDING or refund.pending_reason is None:
         return refund
-    if payment.status not in DISPUTED and _fund(refund):
+    if payment.status not in DISPUTED_STATUSES and _fund(refund):
         refund.updated_at = utcnow()
         enqueue_after_commit(db.session(), MONEY_QUEUE, SUBMIT_JOB, refund.id)
     return refund

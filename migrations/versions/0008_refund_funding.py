@@ -1,6 +1,7 @@
 """Refunds that wait for money instead of being refused, and dispute holds that follow
 completed refunds: `refunds.pending_reason` and `taken_from_pending`, `med_cases.hold_limit`
-(the charge's amount for cases opened so far, or the confirmed amount of a reviewed case).
+(the charge's amount for cases opened so far, or the confirmed amount of a reviewed case),
+and an index to find a payment's settlement tranche by the payment.
 
 Revision ID: 0008_refund_funding
 Revises: 0007_disputes
@@ -25,6 +26,8 @@ def upgrade():
         )
     with op.batch_alter_table("med_cases", schema=None) as batch_op:
         batch_op.add_column(sa.Column("hold_limit", sa.BigInteger(), nullable=True))
+    with op.batch_alter_table("settlement_releases", schema=None) as batch_op:
+        batch_op.create_index("ix_settlement_releases_reference", ["reference_id"], unique=False)
     # Cases opened so far: a matching report may hold the whole charge; a reviewed one what
     # operations confirmed (its hold); one still under review nothing yet.
     op.execute(
@@ -37,6 +40,8 @@ def upgrade():
 
 
 def downgrade():
+    with op.batch_alter_table("settlement_releases", schema=None) as batch_op:
+        batch_op.drop_index("ix_settlement_releases_reference")
     with op.batch_alter_table("med_cases", schema=None) as batch_op:
         batch_op.drop_column("hold_limit")
     with op.batch_alter_table("refunds", schema=None) as batch_op:

@@ -27,6 +27,7 @@ from app.services import releases
 from tests.support import payouts
 from tests.support.deployed import PUBLIC_BASE_URL, REQUEST_SECONDS
 from tests.support.processes import wait_for
+from tests.support.rows import empty_tables
 
 try:  # the tests' auto-waiting assertions; without Playwright, `browser` skips them first
     from playwright.sync_api import expect
@@ -89,11 +90,7 @@ def _empty_tables(app, deployed):
     """Overrides tests/conftest.py's: the stack's tables are emptied, then the demo merchant
     seeded again (`deployed.seed` holds its new keys)."""
     yield
-    with app.app_context():
-        db.session.rollback()
-        for table in reversed(db.metadata.sorted_tables):
-            db.session.execute(table.delete())
-        db.session.commit()
+    empty_tables(app)
     deployed.reseed()
 
 

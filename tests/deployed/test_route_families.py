@@ -6,7 +6,6 @@ test_evidence_upload.py."""
 import hashlib
 import hmac
 import json
-import math
 import re
 import time
 
@@ -15,7 +14,13 @@ import requests
 
 from app.pix import brcode
 from tests.deployed.conftest import PUBLIC_BASE_URL, REQUEST_SECONDS
-from tests.support.charges import charge_body
+from tests.support.deployed import (
+    RELEASE_SECONDS,
+    created,
+    new_charge,
+    pay,
+    released,
+)
 from tests.support.http import csrf_token
 from tests.support.payments import payment_body
 from tests.support.receiver import receiving
@@ -25,41 +30,14 @@ pytestmark = pytest.mark.slow
 # PIX's default fees are 0.20 % (provider) and 0.79 % (platform).
 PIX_AMOUNT, PIX_NET = 10_000, 9_901
 FINALISE_SECONDS = 10
-RELEASE_SECONDS = 15
 DELIVERY_SECONDS = 15
 SIGNATURE_TOLERANCE_SECONDS = 300
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _created(response: requests.Response) -> dict:
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-def _new_charge(deployed, amount: int = PIX_AMOUNT) -> dict:
-    return _created(deployed.api("POST", "/v1/charges", json=charge_body(amount=amount)))
-
-
-def _pay(deployed, charge: dict) -> None:
-    paid = deployed.api("POST", f"/v1/sandbox/charges/{charge['id']}/pay", json={})
-    assert paid.status_code == 200, paid.text
-
-
-def _balance(deployed) -> dict:
-    response = deployed.api("GET", "/v1/wallets/balance")
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def _released(deployed, total_above: float = -math.inf) -> dict | None:
-    """The balance once nothing is pending and its total is above `total_above`."""
-    balance = _balance(deployed)
-    return balance if balance["pending"] == 0 and balance["total"] > total_above else None
-
-
 def test_a_pix_charge_is_located_paid_and_released_to_the_wallet(deployed):
-    before = deployed.wait_for(lambda: _released(deployed), RELEASE_SECONDS, "earlier releases")
-    charge = _new_charge(deployed)
+    before = deployed.wait_for(lambda: released(deployed), RELEASE_SECONDS, "earlier releases")
+    charge = new_charge(deployed, PIX_AMOUNT)
 
     fetched = deployed.api("GET", f"/v1/charges/{charge['id']}")
     assert fetched.status_code == 200, fetched.text
@@ -75,10 +53,10 @@ def test_a_pix_charge_is_located_paid_and_released_to_the_wallet(deployed):
     assert image.headers["Content-Type"] == "image/png"
     assert image.content.startswith(PNG_SIGNATURE)
 
-    _pay(deployed, charge)
+    pay(deployed, charge)
 
     after = deployed.wait_for(
-        lambda: _released(deployed, total_above=before["total"]),
+        lambda: released(deployed, total_above=before["total"]),
         RELEASE_SECONDS,
         "the payment released by cron and the worker",
     )
@@ -86,7 +64,7 @@ def test_a_pix_charge_is_located_paid_and_released_to_the_wallet(deployed):
 
 
 def test_a_payment_is_finalised_by_the_worker(deployed):
-    payment = _created(deployed.api("POST", "/v1/payments", json=payment_body()))
+    payment = created(deployed.api("POST", "/v1/payments", json=payment_body()))
     assert payment["status"] == "PENDING"
 
     def pix_code() -> str | None:
@@ -109,7 +87,7 @@ def _signed(raw_body: bytes, signature_header: str, secret: str) -> bool:
 
 def test_a_paid_charge_is_delivered_signed_to_the_registered_endpoint(deployed):
     with receiving() as receiver:
-        endpoint = _created(
+        endpoint = created(
             deployed.api(
                 "POST",
                 "/v1/webhooks/endpoints",
@@ -117,8 +95,8 @@ def test_a_paid_charge_is_delivered_signed_to_the_registered_endpoint(deployed):
             )
         )
         try:
-            charge = _new_charge(deployed)
-            _pay(deployed, charge)
+            charge = new_charge(deployed, PIX_AMOUNT)
+            pay(deployed, charge)
             delivery = deployed.wait_for(
                 lambda: next(
                     (d for d in receiver.received if charge["id"].encode() in d.body), None
@@ -163,7 +141,7 @@ def test_the_owner_signs_in_and_issues_a_key_on_the_dashboard(deployed):
 
 
 def test_the_checkout_page_shows_the_amount(deployed):
-    charge = _new_charge(deployed, amount=4990)
+    charge = new_charge(deployed, amount=4990)
 
     page = deployed.request("GET", deployed.path(charge["checkout_url"]))
 

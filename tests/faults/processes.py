@@ -11,7 +11,7 @@ from pathlib import Path
 from redis import Redis
 from redis.exceptions import RedisError
 
-from tests.support.processes import free_port, kill_group, wait_for
+from tests.support.processes import free_port, kill_group, procfile, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_SERVER = "/usr/bin/redis-server"
@@ -62,9 +62,7 @@ def start_worker(
 
 def procfile_job_commands() -> list[str]:
     """The Procfile's commands that run jobs (`worker.py`), as a shell would run them."""
-    lines = (ROOT / "Procfile").read_text().splitlines()
-    commands = [line.partition(":")[2].strip() for line in lines if line.strip()]
-    return [command for command in commands if "worker.py" in command]
+    return [command for command in procfile().values() if "worker.py" in command]
 
 
 def start_procfile_command(

@@ -17,6 +17,8 @@ The rules, as the oracle applies them:
   with a pending_reason) and moves nothing; the sweep funds waiting refunds (oldest first,
   each one that is covered, none of a payment whose case is undecided); the merchant may
   cancel one while it waits (FAILED, nothing moves);
+- a cashout refund with passFeeToTenant also takes the Pix-out fee (to fees) when funded,
+  tranche first like the amount, and a failure gives it back with the rest;
 - a funded refund that completes leaves to the payer; one that fails (the sandbox fails
   refunds of 503,00) gives back what it took: the tranche part to the tranche while it is
   unreleased (else to available), the rest to available;
@@ -104,8 +106,14 @@ class Refund:
     payment: str
     amount: int
     state: str
+    fee: int = 0  # the Pix-out fee a cashout with passFeeToTenant charges the merchant
     from_tranche: int = 0
     from_available: int = 0
+
+    @property
+    def total(self) -> int:
+        """What funding it takes from the merchant: the amount and its fee."""
+        return self.amount + self.fee
 
 
 @dataclass
@@ -214,14 +222,14 @@ class Oracle:
         own money going back); available, when positive, pays the rest."""
         payment = self.payments[refund.payment]
         own_tranche = 0 if payment.released else payment.tranche
-        rest = max(refund.amount - own_tranche, 0)
+        rest = max(refund.total - own_tranche, 0)
         return rest <= max(self.wallet(payment.wallet).available, 0)
 
-    def request_refund(self, key: str, payment_key: str, amount: int) -> str:
+    def request_refund(self, key: str, payment_key: str, amount: int, fee: int = 0) -> str:
         """Apply an accepted request; FUNDED or WAITING."""
         if self.refund_refusal(payment_key, amount) is not None:
             raise OracleBroken(f"refund {key} should have been refused")
-        refund = Refund(key, payment_key, amount, WAITING)
+        refund = Refund(key, payment_key, amount, WAITING, fee)
         self.refunds[key] = refund
         self.payments[payment_key].refunds.append(key)
         if self.covers(refund):
@@ -231,11 +239,12 @@ class Oracle:
     def _fund(self, refund: Refund) -> None:
         payment = self.payments[refund.payment]
         balances = self.wallet(payment.wallet)
-        from_tranche = 0 if payment.released else min(refund.amount, payment.tranche)
+        from_tranche = 0 if payment.released else min(refund.total, payment.tranche)
         payment.tranche -= from_tranche
         balances.pending -= from_tranche
-        balances.available -= refund.amount - from_tranche
-        refund.from_tranche, refund.from_available = from_tranche, refund.amount - from_tranche
+        balances.available -= refund.total - from_tranche
+        refund.from_tranche, refund.from_available = from_tranche, refund.total - from_tranche
+        self.fees += refund.fee
         refund.state = FUNDED
 
     def fund_waiting(self) -> list[str]:
@@ -293,11 +302,12 @@ class Oracle:
         payment = self.payments[refund.payment]
         balances = self.wallet(payment.wallet)
         if payment.released:
-            balances.available += refund.amount
+            balances.available += refund.total
         else:
             payment.tranche += refund.from_tranche
             balances.pending += refund.from_tranche
             balances.available += refund.from_available
+        self.fees -= refund.fee
         refund.state = FAILED
 
     def _completed(self, payment: Payment) -> int:

@@ -217,9 +217,17 @@ class MoneyMachine(RuleBasedStateMachine):
             "too_much": max(remaining + 1, 1),
         }[share]
 
-    def _refund_order(self, payment_id: str, amount: int) -> RefundOrder:
-        pix = self.methods[payment_id] == "PIX"
-        return RefundOrder(amount=amount, strategy="devolution" if pix else None)
+    def _refund_order(
+        self, payment_id: str, amount: int, with_fee: bool
+    ) -> tuple[RefundOrder, int]:
+        """A Pix devolution, or (`with_fee`) a Pix cashout to the payer's document that passes
+        its Pix-out fee on; the order and that fee. Cards take no Pix options."""
+        if self.methods[payment_id] != "PIX":
+            return RefundOrder(amount=amount), 0
+        if with_fee:
+            cashout = RefundOrder(amount=amount, strategy="cashout", pass_fee_to_tenant=True)
+            return cashout, _payout_fee(self.app, amount)
+        return RefundOrder(amount=amount, strategy="devolution"), 0
 
 
 def _expect(what: str, expected: str | None, got: str | None) -> None:
@@ -298,18 +306,18 @@ class ServiceMachine(MoneyMachine):
     # Refunds
 
     @precondition(lambda self: self.model.payments)
-    @rule(pick=PICK, share=REFUND_SHARES)
-    def request_refund(self, pick, share):
+    @rule(pick=PICK, share=REFUND_SHARES, with_fee=st.booleans())
+    def request_refund(self, pick, share, with_fee):
         payment = _pick(self._payments(), pick, _settled)
         amount = self._refund_amount(payment.key, share)
         expected = self.model.refund_refusal(payment.key, amount)
-        order = self._refund_order(payment.key, amount)
+        order, fee = self._refund_order(payment.key, amount, with_fee)
         refund, code = self._attempt(
             lambda: refunds.request_refund(payment.wallet, TEST, payment.key, order).id
         )
         _expect(f"refund of {amount} on {payment.key}", expected, code)
         if refund is not None:
-            self.model.request_refund(refund, payment.key, amount)
+            self.model.request_refund(refund, payment.key, amount, fee)
 
     @precondition(lambda self: self._refunds(o.WAITING, o.FUNDED, o.IN_PROGRESS))
     @rule(pick=PICK)
@@ -499,19 +507,22 @@ class HttpMachine(MoneyMachine):
         self.model.release_all()
 
     @precondition(lambda self: self.model.payments)
-    @rule(pick=PICK, share=REFUND_SHARES)
-    def request_refund(self, pick, share):
+    @rule(pick=PICK, share=REFUND_SHARES, with_fee=st.booleans())
+    def request_refund(self, pick, share, with_fee):
         payment = _pick(self._payments(), pick, _settled)
         amount = self._refund_amount(payment.key, share)
         expected = self.model.refund_refusal(payment.key, amount)
+        order, fee = self._refund_order(payment.key, amount, with_fee)
+        options = {"strategy": order.strategy, "passFeeToTenant": order.pass_fee_to_tenant}
         body, code = self._call(
             "POST",
             f"/v1/payments/{payment.key}/refund",
-            json={"amount": amount, "strategy": "devolution", "idempotencyKey": uuid.uuid4().hex},
+            json={"amount": amount, "idempotencyKey": uuid.uuid4().hex}
+            | {name: value for name, value in options.items() if value is not None},
         )
         _expect(f"refund of {amount} on {payment.key}", expected, code)
         if code is None:
-            self.model.request_refund(body["id"], payment.key, amount)
+            self.model.request_refund(body["id"], payment.key, amount, fee)
 
     @precondition(lambda self: any(r.state == o.FUNDED for r in self.model.refunds.values()))
     @rule(pick=PICK)
@@ -652,7 +663,7 @@ def test_money_through_the_service_layer_matches_the_oracle(app, monkeypatch):
 LEAK_STEPS = [
     ("pay", {"amount": 100_000, "card": False, "shop": 0}),
     ("release", {"pick": 0}),
-    ("request_refund", {"pick": 0, "share": "failing"}),
+    ("request_refund", {"pick": 0, "share": "failing", "with_fee": False}),
     ("open_dispute", {"pick": 0}),
     ("advance_refund", {"pick": 0}),  # submitted
     ("advance_refund", {"pick": 0}),  # 503,00: fails

@@ -23,7 +23,7 @@ from prometheus_client.mmap_dict import MmapedDict
 from app import devstack
 from app.config import PROJECT_ROOT, engine_options
 from tests.ops.scraping import sample, samples_of
-from tests.support.processes import answers_ok, free_port, wait_for, wait_or_kill
+from tests.support.processes import answers_ok, free_port, procfile, wait_for, wait_or_kill
 
 UNITS = PROJECT_ROOT / "deploy" / "systemd"
 UNIT_OF_PROCESS = {
@@ -34,11 +34,6 @@ UNIT_OF_PROCESS = {
     "cron": "acme-cron.service",
 }
 SHELL_DEFAULT = re.compile(r"\$\{([A-Z_]+):-[^}]*\}")  # ${PORT:-5000}: systemd has no defaults
-
-
-def _procfile() -> dict[str, str]:
-    lines = PROJECT_ROOT.joinpath("Procfile").read_text().splitlines()
-    return dict(line.split(": ", 1) for line in lines if line.strip())
 
 
 def _unit(name: str) -> configparser.ConfigParser:
@@ -55,7 +50,7 @@ def _argv(command: str) -> list[str]:
 
 
 def test_procfile_and_systemd_units_run_the_same_commands():
-    processes = _procfile()
+    processes = procfile()
     assert set(processes) == set(UNIT_OF_PROCESS)
     for process, unit_name in UNIT_OF_PROCESS.items():
         unit = _unit(unit_name)
@@ -68,7 +63,7 @@ def test_procfile_and_systemd_units_run_the_same_commands():
 
 
 def test_the_commands_name_real_entry_points():
-    commands = {name: _argv(command) for name, command in _procfile().items()}
+    commands = {name: _argv(command) for name, command in procfile().items()}
     assert commands["release"] == ["flask", "--app", "wsgi", "db", "upgrade"]
     assert commands["web"][:2] == ["gunicorn", "wsgi:app"]
     assert commands["worker"] == ["python", "worker.py", "money"]
@@ -94,15 +89,15 @@ def test_the_commands_name_real_entry_points():
 def test_the_run_command_starts_the_procfiles_processes(monkeypatch):
     """`./scripts/run` (app/devstack.py) runs the Procfile's commands with their defaults,
     web on loopback; `release` is its migration step, and it adds the printing receiver."""
-    procfile = _procfile()
-    defaults = dict(re.findall(r"\$\{([A-Z_]+):-([^}]*)\}", "\n".join(procfile.values())))
+    commands = procfile()
+    defaults = dict(re.findall(r"\$\{([A-Z_]+):-([^}]*)\}", "\n".join(commands.values())))
     for name in defaults:
         monkeypatch.delenv(name, raising=False)
     port = int(defaults["PORT"])
     started = devstack.child_commands(port=port, receiver_port=port + 1)
-    assert set(started) - {"receiver"} == set(procfile) - {"release"}
+    assert set(started) - {"receiver"} == set(commands) - {"release"}
     for name in set(started) - {"receiver"}:
-        expanded = SHELL_DEFAULT.sub(lambda default: defaults[default[1]], procfile[name])
+        expanded = SHELL_DEFAULT.sub(lambda default: defaults[default[1]], commands[name])
         loopback = expanded.replace("0.0.0.0:", "127.0.0.1:")
         assert _argv(shlex.join(started[name])) == _argv(loopback), name
 
@@ -151,7 +146,7 @@ def procfile_web(app, tmp_path):
     log = tmp_path / "web.log"
     with log.open("w") as output:
         process = subprocess.Popen(
-            ["/bin/sh", "-c", _procfile()["web"]],
+            ["/bin/sh", "-c", procfile()["web"]],
             cwd=PROJECT_ROOT,
             env=env,
             stdout=output,

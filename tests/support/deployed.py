@@ -19,6 +19,7 @@ an app bound to `database_url` and `redis_url`)."""
 
 import contextlib
 import json
+import math
 import os
 import secrets
 import signal
@@ -38,7 +39,8 @@ from redis import Redis
 
 from app.embedded_redis import EmbeddedRedis
 from tests.faults.processes import ROOT, process_environment, start_procfile_command
-from tests.support.processes import answers_ok, free_port, wait_for, wait_or_kill
+from tests.support.charges import charge_body
+from tests.support.processes import answers_ok, free_port, procfile, wait_for, wait_or_kill
 
 PUBLIC_BASE_URL = "https://pagamentos.minha-loja-de-exemplo.com.br"
 LONG_RUNNING = ("web", "worker", "webhooks", "cron")
@@ -104,11 +106,7 @@ class DeployedStack:
 def procfile_command(process_type: str) -> str:
     """The Procfile's command for `process_type`, bound to loopback instead of every
     interface."""
-    for line in (ROOT / "Procfile").read_text().splitlines():
-        name, _, command = line.partition(":")
-        if name.strip() == process_type:
-            return command.strip().replace("0.0.0.0:", "127.0.0.1:")
-    raise AssertionError(f"no {process_type} process in the Procfile")
+    return procfile()[process_type].replace("0.0.0.0:", "127.0.0.1:")
 
 
 @contextlib.contextmanager
@@ -196,6 +194,7 @@ def deployed(database_url, tmp_path_factory) -> Iterator[DeployedStack]:
         "SETTLEMENT_HOLD": "0s",
         "SETTLEMENT_RELEASE_SWEEP_SECONDS": "1",
         "WEBHOOK_SWEEP_SECONDS": "1",
+        "REFUND_POLL_SECONDS": "1",
     }
     with (
         stack_database(database_url, directory) as stack_database_url,
@@ -237,3 +236,39 @@ def deployed(database_url, tmp_path_factory) -> Iterator[DeployedStack]:
             yield stack
         finally:
             stop(processes)
+
+
+# The demo merchant's money, as the deployed tests read and move it.
+RELEASE_SECONDS = 15
+
+
+def created(response: requests.Response) -> dict:
+    """The body of a 201."""
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def new_charge(deployed: DeployedStack, amount: int) -> dict:
+    """A Pix charge of the demo merchant."""
+    return created(deployed.api("POST", "/v1/charges", json=charge_body(amount=amount)))
+
+
+def pay(deployed: DeployedStack, charge: dict) -> None:
+    """The sandbox payer's bank pays the charge."""
+    paid = deployed.api("POST", f"/v1/sandbox/charges/{charge['id']}/pay", json={})
+    assert paid.status_code == 200, paid.text
+
+
+def balance(deployed: DeployedStack) -> dict:
+    """The demo merchant's wallet balance."""
+    response = deployed.api("GET", "/v1/wallets/balance")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def released(deployed: DeployedStack, total_above: float = -math.inf) -> dict | None:
+    """The balance once nothing is pending and its total is above `total_above`."""
+    balance_now = balance(deployed)
+    return (
+        balance_now if balance_now["pending"] == 0 and balance_now["total"] > total_above else None
+    )

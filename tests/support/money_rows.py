@@ -45,19 +45,10 @@ PENDING_REASONS = {"charge_pending", "insufficient_funds"}
 
 
 @dataclass(frozen=True)
-class Observed:
-    wallets: dict[str, tuple[int, int, int]]
-    holds: dict[str, int]
-    case_states: dict[str, str]
-    refund_states: dict[str, str]
+class Observed(o.Expected):
+    """The oracle's figures as the database has them, and what only the database can say."""
+
     pending_reasons: dict[str, str | None]
-    payout_states: dict[str, str]
-    payment_states: dict[str, str]
-    money_in: int
-    to_payers: int
-    paid_out: int
-    fees: int
-    in_flight: int
     ledger_problems: list[str]
 
     @property
@@ -67,7 +58,7 @@ class Observed:
 
 def _refund_state(refund: Refund) -> str:
     if refund.status is RefundStatus.PENDING:
-        return o.FUNDED if getattr(refund, "pending_reason", None) is None else o.WAITING
+        return o.FUNDED if refund.pending_reason is None else o.WAITING
     return REFUND_STATES[refund.status]
 
 
@@ -100,7 +91,7 @@ def observe() -> Observed:
         holds={c.id: c.held_amount for c in cases},
         case_states={c.id: _case_state(c) for c in cases},
         refund_states=refund_states,
-        pending_reasons={r.id: getattr(r, "pending_reason", None) for r in refunds},
+        pending_reasons={r.id: r.pending_reason for r in refunds},
         payout_states={p.id: PAYOUT_STATES[p.status] for p in payouts},
         payment_states={t.id: PAYMENT_STATES.get(t.status, str(t.status)) for t in paid},
         money_in=sum(t.amount for t in paid),

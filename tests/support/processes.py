@@ -14,7 +14,17 @@ from typing import TypeVar
 
 import requests
 
+from app.config import PROJECT_ROOT
+
 T = TypeVar("T")
+
+
+def procfile() -> dict[str, str]:
+    """The Procfile's commands by process type, as written (one parser for every test that
+    runs or checks them)."""
+    lines = PROJECT_ROOT.joinpath("Procfile").read_text().splitlines()
+    entries = (line.partition(":") for line in lines if line.strip())
+    return {name.strip(): command.strip() for name, _, command in entries}
 
 
 def free_port() -> int:
