@@ -4,12 +4,7 @@ receiver; everything they start is stopped at teardown, whatever the test did.""
 import pytest
 
 from app.extensions import redis_client
-from tests.faults.processes import (
-    RedisServer,
-    procfile_job_commands,
-    start_procfile_command,
-    start_worker,
-)
+from tests.faults.processes import RedisServer, start_worker
 from tests.support.processes import kill_group
 
 
@@ -31,9 +26,8 @@ def app_redis(app, redis_server, monkeypatch):
 
 @pytest.fixture
 def workers(database_url, redis_server, tmp_path):
-    """Start `python worker.py` processes on the test database and `redis_server`:
-    `workers.start(**environment)`, or every job process of the Procfile with
-    `workers.start_procfile(**environment)`; every one still running is killed at teardown."""
+    """Start `python worker.py` processes on the test database and `redis_server` with
+    `workers.start(**environment)`; every one still running is killed at teardown."""
     started = []
 
     class Workers:
@@ -43,14 +37,6 @@ def workers(database_url, redis_server, tmp_path):
             process = start_worker(database_url, redis_server.url, self.log, module, **settings)
             started.append(process)
             return process
-
-        def start_procfile(self, **settings: str) -> None:
-            for command in procfile_job_commands():
-                started.append(
-                    start_procfile_command(
-                        command, database_url, redis_server.url, self.log, **settings
-                    )
-                )
 
         def output(self) -> str:
             return self.log.read_text() if self.log.exists() else ""

@@ -11,7 +11,7 @@ from pathlib import Path
 from redis import Redis
 from redis.exceptions import RedisError
 
-from tests.support.processes import free_port, kill_group, procfile, wait_for
+from tests.support.processes import free_port, kill_group, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_SERVER = "/usr/bin/redis-server"
@@ -58,11 +58,6 @@ def start_worker(
     """`python worker.py` (or a module that wraps it) on the test database and `redis_url`;
     `settings` are extra environment variables (WEBHOOK_TIMEOUT_SECONDS=…)."""
     return _start([sys.executable, "-m", module], database_url, redis_url, log_path, settings)
-
-
-def procfile_job_commands() -> list[str]:
-    """The Procfile's commands that run jobs (`worker.py`), as a shell would run them."""
-    return [command for command in procfile().values() if "worker.py" in command]
 
 
 def start_procfile_command(

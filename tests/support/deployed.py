@@ -22,6 +22,7 @@ import json
 import math
 import os
 import secrets
+import shlex
 import signal
 import subprocess
 import uuid
@@ -50,6 +51,7 @@ COMMAND_SECONDS = 120
 BOOT_SECONDS = 60
 STOP_SECONDS = 15
 REQUEST_SECONDS = 10
+WEBHOOK_TIMEOUT_SECONDS = 10
 T = TypeVar("T")
 
 
@@ -88,12 +90,23 @@ class DeployedStack:
         """Every process's log, for a failure message."""
         return "\n".join(f"--- {name} ---\n{self.log(name)}" for name in self.log_paths)
 
+    def run(self, command: str) -> str:
+        """A one-off command (a `flask` operator command) on the stack's database and Redis;
+        its standard output."""
+        env = process_environment(self.database_url, self.redis_url, **self.settings)
+        return run_command(command, env)
+
     def reseed(self) -> None:
         """Seed the demo merchant again (after its tables were emptied): `seed` then holds the
         new keys."""
-        env = process_environment(self.database_url, self.redis_url, **self.settings)
         self.seed.clear()
-        self.seed.update(json.loads(run_command(SEED_COMMAND, env)))
+        self.seed.update(json.loads(self.run(SEED_COMMAND)))
+
+    def new_merchant(self, name: str) -> str:
+        """A second merchant, made as an operator makes one (`flask accounts create`); its
+        test API key."""
+        printed = self.run(f"flask --app wsgi accounts create {shlex.quote(name)} --test-key")
+        return dict(line.split("=", 1) for line in printed.split())["test_api_key"]
 
     def wait_for(self, predicate: Callable[[], T], timeout: float, what: str) -> T:
         """`wait_for`, failing with every process's log: what the stack did meanwhile."""
@@ -178,7 +191,8 @@ def stop(processes: list[subprocess.Popen]) -> None:
 @pytest.fixture(scope="session")
 def deployed(database_url, tmp_path_factory) -> Iterator[DeployedStack]:
     """The Procfile's processes on a seeded database and a Redis DB of their own: one web
-    worker (8 threads), two webhook workers, and sweeps every second so that releases and
+    worker (8 threads), two webhook workers that give one endpoint one attempt at a time,
+    attempts cut at WEBHOOK_TIMEOUT_SECONDS, and sweeps every second so that releases and
     webhook retries happen within a test's wait."""
     directory = tmp_path_factory.mktemp("deployed")
     instance = directory / "instance"
@@ -194,6 +208,8 @@ def deployed(database_url, tmp_path_factory) -> Iterator[DeployedStack]:
         "SETTLEMENT_HOLD": "0s",
         "SETTLEMENT_RELEASE_SWEEP_SECONDS": "1",
         "WEBHOOK_SWEEP_SECONDS": "1",
+        "WEBHOOK_TIMEOUT_SECONDS": str(WEBHOOK_TIMEOUT_SECONDS),
+        "WEBHOOK_ENDPOINT_CONCURRENCY": "1",
         "REFUND_POLL_SECONDS": "1",
     }
     with (
