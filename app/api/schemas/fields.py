@@ -9,6 +9,24 @@ _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DIGITS = re.compile(r"[0-9]{1,9}")
 
 
+class Pattern(ma.validate.Regexp):
+    """A pattern the OpenAPI document publishes as written, so clients that validate with the
+    document agree with the service: ECMA-262 syntax (what OpenAPI and JSON Schema use),
+    anchored `^…$`, with explicit classes such as `[0-9]` (Python's `\\d` and `\\w` take any
+    script's digits and letters). Python's `$` also matches before a final newline, so the
+    service applies it with `fullmatch`."""
+
+    def __init__(self, pattern: str, error: str | None = None):
+        if not (pattern.startswith("^") and pattern.endswith("$")):
+            raise ValueError(f"A published pattern is anchored ^…$: {pattern!r}")
+        super().__init__(pattern, error=error)
+
+    def __call__(self, value: str) -> str:
+        if self.regex.fullmatch(value) is None:
+            raise ma.ValidationError(self._format_error(value))
+        return value
+
+
 class StrictBoolean(ma.fields.Boolean):
     """JSON `true` or `false` only: "yes", 1 or "true" are refused, not guessed at."""
 
