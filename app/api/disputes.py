@@ -95,7 +95,7 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
 
         @blp.doc(**DOC)
         @blp.response(200, MedCaseSchema)
-        @blp.errors(400, 401, 404)
+        @blp.errors(400, 401, 404, 409)
         def post(self, case_id):
             """Accept an open case: final, money outcome `lost`."""
             case = disputes.accept(g.account_id, g.api_key.mode, case_id)
@@ -120,7 +120,7 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
         @blp.doc(**DOC)
         @blp.arguments(EvidenceTicketRequestSchema)
         @blp.response(201, UploadTicketSchema)
-        @blp.errors(400, 401, 404, 503)
+        @blp.errors(400, 401, 404, 409, 503)
         def post(self, body, case_id):
             """Step 1 of 3: a signed address to PUT the file to, with exactly these headers
             and no API credentials, within 900 seconds."""
@@ -181,7 +181,7 @@ class SandboxEvidenceRequest(MethodView):
 
     @sandbox_disputes_blp.doc(**DOC)
     @sandbox_disputes_blp.response(200, MedCaseSchema)
-    @sandbox_disputes_blp.errors(400, 401, 404)
+    @sandbox_disputes_blp.errors(401, 404, 409)
     def post(self, case_id):
         """The platform asks for evidence on a test case (`evidence_requested_at`)."""
         case = disputes.get_case(g.account_id, _test_mode(), case_id)
@@ -197,7 +197,7 @@ class SandboxDecision(MethodView):
     @sandbox_disputes_blp.doc(**DOC)
     @sandbox_disputes_blp.arguments(SandboxDecisionSchema)
     @sandbox_disputes_blp.response(200, MedCaseSchema)
-    @sandbox_disputes_blp.errors(400, 401, 404)
+    @sandbox_disputes_blp.errors(400, 401, 404, 409)
     def post(self, body, case_id):
         """The dispute channel decides a test case: rejected (lost), refunded_to_merchant
         or closed_without_refund."""

@@ -135,7 +135,7 @@ class PaymentCancellation(MethodView):
 
     @blp.doc(**DOC)
     @blp.response(200, PaymentSchema)
-    @blp.errors(400, 401, 404, 503)
+    @blp.errors(401, 404, 409, 422, 503)
     def post(self, payment_id):
         """Cancel a WAITING_PAYMENT, PENDING or PROCESSING transaction."""
         payment = payments.cancel(g.account_id, g.api_key.mode, payment_id)
@@ -221,7 +221,7 @@ class PaymentReceipt(MethodView):
 
     @blp.doc(**DOC)
     @blp.response(200, ReceiptSchema)
-    @blp.errors(400, 401, 404)
+    @blp.errors(401, 404, 409)
     def get(self, payment_id):
         """The PDF receipt of a paid transaction, base64-encoded."""
         pdf = receipts.receipt(g.account_id, g.api_key.mode, payment_id)

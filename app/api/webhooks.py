@@ -63,11 +63,11 @@ class EndpointById(MethodView):
     decorators = [require_api_key]
 
     @blp.doc(security=API_KEY_SECURITY)
-    @blp.arguments(EndpointUpdateSchema)
+    @blp.arguments(EndpointUpdateSchema, required=False)
     @blp.response(200, EndpointUpdatedSchema)
     @blp.errors(400, 401, 404)
     def patch(self, changes, endpoint_id):
-        """Change url, events or status (only the fields sent)."""
+        """Change url, events or status (only the fields sent: with no body, nothing)."""
         endpoint = webhooks.update_endpoint(g.account_id, g.api_key.mode, endpoint_id, changes)
         db.session.commit()
         return endpoint_fields(endpoint)

@@ -1,5 +1,7 @@
 """Payouts (wire name: withdrawals), JWT: request, list, read and cancel for the caller's
-account; and the admin routes where platform staff approve or reject pending payouts."""
+account; and the admin routes where platform staff approve or reject pending payouts. A payout
+id in a path is a UUID (`<uuid:…>`), so `/v1/withdrawals/validate-pix-key` never reads as one:
+an OPTIONS there allows only the POST it serves."""
 
 from dataclasses import replace
 
@@ -54,7 +56,7 @@ class Withdrawals(MethodView):
         return {"data": rows, "total": total, "page": query["page"], "limit": query["limit"]}
 
 
-@blp.route("/<withdrawal_id>")
+@blp.route("/<uuid:withdrawal_id>")
 class WithdrawalById(MethodView):
     decorators = [require_jwt]
 
@@ -63,19 +65,19 @@ class WithdrawalById(MethodView):
     @blp.errors(401, 404)
     def get(self, withdrawal_id):
         """Read one payout of the account."""
-        return payouts.get(g.account_id, withdrawal_id)
+        return payouts.get(g.account_id, str(withdrawal_id))
 
 
-@blp.route("/<withdrawal_id>/cancel")
+@blp.route("/<uuid:withdrawal_id>/cancel")
 class WithdrawalCancellation(MethodView):
     decorators = [require_jwt]
 
     @blp.doc(security=JWT_SECURITY)
     @blp.response(200, PayoutSchema)
-    @blp.errors(400, 401, 404)
+    @blp.errors(401, 403, 404, 409)
     def post(self, withdrawal_id):
         """Cancel a payout while it is PENDING (never debited, so nothing moves)."""
-        withdrawal = payouts.cancel(current_membership(), withdrawal_id)
+        withdrawal = payouts.cancel(current_membership(), str(withdrawal_id))
         db.session.commit()
         return withdrawal
 
@@ -92,7 +94,7 @@ class PendingWithdrawals(MethodView):
         return payouts.pending_review()
 
 
-@admin_blp.route("/withdrawals/<withdrawal_id>/approve")
+@admin_blp.route("/withdrawals/<uuid:withdrawal_id>/approve")
 class WithdrawalApproval(MethodView):
     decorators = [require_staff_jwt]
 
@@ -101,12 +103,12 @@ class WithdrawalApproval(MethodView):
     @admin_blp.errors(401, 404, 409)
     def post(self, withdrawal_id):
         """Approve: debits amount + fee now (409 if the balance no longer covers them)."""
-        withdrawal = payouts.approve(withdrawal_id, g.staff_user.id)
+        withdrawal = payouts.approve(str(withdrawal_id), g.staff_user.id)
         db.session.commit()
         return withdrawal
 
 
-@admin_blp.route("/withdrawals/<withdrawal_id>/reject")
+@admin_blp.route("/withdrawals/<uuid:withdrawal_id>/reject")
 class WithdrawalRejection(MethodView):
     decorators = [require_staff_jwt]
 
@@ -116,6 +118,6 @@ class WithdrawalRejection(MethodView):
     @admin_blp.errors(400, 401, 404, 409)
     def post(self, body, withdrawal_id):
         """Reject a pending payout; it was never debited."""
-        withdrawal = payouts.reject(withdrawal_id, g.staff_user.id, body.get("reason"))
+        withdrawal = payouts.reject(str(withdrawal_id), g.staff_user.id, body.get("reason"))
         db.session.commit()
         return withdrawal

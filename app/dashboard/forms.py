@@ -367,7 +367,11 @@ class BackOfficeDisputeForm(FlaskForm):
         "Notification id",
         validators=[
             DataRequired("Enter the id the dispute channel gave this notification."),
-            Regexp(EXTERNAL_ID, message="Use 1 to 64 letters, digits, '_' or '-'."),
+            Regexp(
+                EXTERNAL_ID,
+                matcher=re.fullmatch,
+                message="Use 1 to 64 letters, digits, '_' or '-'.",
+            ),
         ],
     )
     type = SelectField(

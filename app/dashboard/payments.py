@@ -417,7 +417,7 @@ def cancel_refund(payment_id: str, refund_id: str) -> ResponseReturnValue:
 @bp.get("/payments/<payment_id>/receipt.pdf")
 @member_required
 def payment_receipt(payment_id: str) -> ResponseReturnValue:
-    """The PDF receipt of a paid transaction, as a download; 400 before it is paid."""
+    """The PDF receipt of a paid transaction, as a download; 409 before it is paid."""
     mode = mode_arg()
     pdf = receipts.receipt(g.account_id, MODES[mode], payment_id)
     shown_id = transaction_id(payments.get_payment(g.account_id, MODES[mode], payment_id))

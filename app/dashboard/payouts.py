@@ -25,7 +25,7 @@ from app.dashboard.forms import ConfirmForm, PixPayoutForm
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.dashboard.wallets import mode_arg, page_arg
-from app.errors import ApiError, InvalidRequest
+from app.errors import ApiError, Conflict, InvalidRequest
 from app.extensions import db
 from app.models import Withdrawal, WithdrawalStatus, WithdrawalType
 from app.services import payouts, wallets
@@ -117,7 +117,7 @@ def cancel_payout(payout_id: str) -> ResponseReturnValue:
     filters = _filters()
     try:
         payout = payouts.cancel(current_membership(), payout_id)
-    except InvalidRequest as error:
+    except Conflict as error:
         db.session.rollback()
         flash(error.message, "error")
     else:

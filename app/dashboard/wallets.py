@@ -16,6 +16,7 @@ from app.dashboard.charges import MODES
 from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest
+from app.models.base import MAX_PAGE_OR_OFFSET
 from app.services import (
     dispute_holds,
     disputes,
@@ -89,8 +90,9 @@ def mode_arg() -> str:
 def page_arg() -> int:
     """`page` from the query string: 1 unless asked."""
     text = request.args.get("page") or "1"
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
-        raise InvalidRequest("page is a number from 1.", param="page")
+    digits = text.isascii() and text.isdigit() and len(text) <= len(str(MAX_PAGE_OR_OFFSET))
+    if not (digits and 1 <= int(text) <= MAX_PAGE_OR_OFFSET):
+        raise InvalidRequest(f"page is a number from 1 to {MAX_PAGE_OR_OFFSET}.", param="page")
     return int(text)
 
 

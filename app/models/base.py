@@ -10,6 +10,12 @@ from sqlalchemy.types import TypeDecorator
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 
 
+# The largest page number or row offset a list takes (API and dashboard): PostgreSQL's
+# `integer`, so the offset a page makes, (page - 1) * limit, stays far inside the 64-bit
+# OFFSET of SQLite and PostgreSQL.
+MAX_PAGE_OR_OFFSET = 2**31 - 1
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

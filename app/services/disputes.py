@@ -71,8 +71,10 @@ from app.storage import (
 
 CASE_PREFIX = "med_"
 EVIDENCE_PREFIX = "medev_"
-# A notification id from the dispute channel (matched from its start, `\Z` anchors the end).
-EXTERNAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+# A notification id from the dispute channel. The OpenAPI document publishes the pattern as
+# written (ECMA-262, anchored), so it is applied with `fullmatch`: Python's `$` alone would
+# also take a final newline.
+EXTERNAL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MED_METHODS = ("scam", "unauthorized", "coercion", "invasion", "other")
 MIN_APPEAL, MAX_APPEAL = 5, 2000
 MAX_REASON = 2000
@@ -231,7 +233,7 @@ def _check_disputable(transaction: Transaction) -> None:
 
 def _check_notice(transaction: Transaction, notice: DisputeNotice) -> None:
     _check_disputable(transaction)
-    if not EXTERNAL_ID.match(notice.external_id or ""):
+    if not EXTERNAL_ID.fullmatch(notice.external_id or ""):
         raise InvalidRequest(
             "external_id is 1 to 64 letters, digits, '_' or '-'.", param="external_id"
         )
@@ -402,7 +404,7 @@ def attachability(case: DisputeCase) -> Allowance:
     """May evidence be attached? Until the case is decided: an appeal is judged on it."""
     if case.is_final:
         return refused(
-            InvalidRequest(
+            Conflict(
                 f"The case is {case.status}; evidence can no longer be attached.", code=NOT_OPEN
             )
         )
@@ -410,6 +412,8 @@ def attachability(case: DisputeCase) -> Allowance:
 
 
 def _still_open(case: DisputeCase, becoming: str) -> Allowance:
+    """The contract fixes this refusal at 400 (appealing or accepting a case that is not
+    open); every other action a decided case no longer allows is a 409."""
     if case.status is S.OPEN:
         return ALLOWED
     return refused(
@@ -424,7 +428,7 @@ def _reviewed(case: DisputeCase, outcome: MoneyOutcome) -> Allowance:
     the amount (and hold it), no outcome may send money to the payer."""
     if case.under_review and outcome is not MoneyOutcome.REFUNDED_TO_MERCHANT:
         return refused(
-            InvalidRequest(
+            Conflict(
                 "The reported amount differs from the charge's; our operations team must "
                 "confirm the disputed amount before the case can be lost.",
                 code=UNDER_REVIEW,
@@ -442,7 +446,7 @@ def request_evidence(case_id: str, actor_user_id: str | None = None) -> DisputeC
     if case is None:
         raise NotFound("No such dispute case.")
     if case.is_final:
-        raise InvalidRequest(f"The case is already {case.status}.", code=NOT_OPEN)
+        raise Conflict(f"The case is already {case.status}.", code=NOT_OPEN)
     now = utcnow()
     case.evidence_requested_at = case.updated_at = now
     _audit(case, actor_user_id, "med_case.evidence_requested")
@@ -461,7 +465,7 @@ def decide(
     if case is None:
         raise NotFound("No such dispute case.")
     if case.is_final:
-        raise InvalidRequest(f"The case is already {case.status}.", code=NOT_OPEN)
+        raise Conflict(f"The case is already {case.status}.", code=NOT_OPEN)
     status, outcome = DECISIONS[decision]
     _reviewed(case, outcome).require()
     case.decided_by = actor_user_id
@@ -479,7 +483,7 @@ def confirm_amount(case_id: str, amount: int, actor_user_id: str | None) -> Disp
     if case is None:
         raise NotFound("No such dispute case.")
     if case.is_final or not case.under_review:
-        raise InvalidRequest("Only an undecided case under review can be confirmed.", code=NOT_OPEN)
+        raise Conflict("Only an undecided case under review can be confirmed.", code=NOT_OPEN)
     transaction = transactions.lock(case.transaction_id)
     _check_disputable(transaction)
     unrefunded = transaction.amount - refunded_total(transaction)

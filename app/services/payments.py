@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
 from app.config import PAYMENT_METHODS
-from app.errors import InvalidRequest, ServiceUnavailable, Unprocessable
+from app.errors import Conflict, InvalidRequest, ServiceUnavailable, Unprocessable
 from app.extensions import MONEY_QUEUE, db
 from app.formats.charges import raw_id
 from app.formats.payments import TRANSACTION_ID_PREFIX, payment_event_data
@@ -52,7 +52,6 @@ FINALISE_JOB = "app.jobs.payments.finalise_payment"
 FINALISE_GRACE = timedelta(seconds=5)  # a payment's own job normally runs well within this
 DEFAULT_PAGE_LIMIT = 20
 MAX_PAGE_LIMIT = 100
-MAX_PAGE = 2**31 - 1  # keeps the row offset within what SQLite and PostgreSQL take
 NO_PROVIDER_REFERENCE = "TRANSACTION_HAS_NO_PROVIDER_REFERENCE"
 # Sort keys of GET /v1/payments: every top-level field of the payment object, as shown (a
 # field shown null sorts as null, so last). `status` is replaced per request by the status a
@@ -271,7 +270,7 @@ def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
         if held is not None:
             pix_payments.return_held_on_cancel(payment, held)
     except ProviderRefused as error:
-        raise InvalidRequest(
+        raise Conflict(
             f"The provider refused to cancel the payment ({error.message}); it may have been "
             "paid meanwhile: refund it once it settles.",
             code="transaction_not_cancellable",
@@ -290,7 +289,7 @@ def cancellability(payment: Transaction) -> Allowance:
     if payment.status in CANCELLABLE:
         return ALLOWED
     return refused(
-        InvalidRequest(
+        Conflict(
             f"A {payment.status} transaction cannot be cancelled; only WAITING_PAYMENT, "
             "PENDING or PROCESSING ones can (refund a paid one instead).",
             code="transaction_not_cancellable",

@@ -186,7 +186,7 @@ def cancellability(withdrawal: Withdrawal, membership: Membership) -> Allowance:
     )
     if withdrawal.status is W.PENDING:
         return role
-    not_pending = InvalidRequest(
+    not_pending = Conflict(
         f"Only a PENDING withdrawal can be cancelled; this one is {withdrawal.status}.",
         code="withdrawal_not_cancellable",
     )

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from app.errors import Conflict, InvalidRequest, Unprocessable
+from app.errors import Conflict, Unprocessable
 from app.extensions import db
 from app.models import (
     FINAL_REFUND_STATUSES,
@@ -151,7 +151,7 @@ def release_held(charge_id: str, actor_user_id: str) -> Transaction:
 
 def return_held(charge_id: str, actor_user_id: str) -> Refund:
     """Review failed: the held Pix goes back to the payer and the charge becomes refunded;
-    400 `refund_window_expired`, nothing changed, when it was received over 90 days ago.
+    409 `refund_window_expired`, nothing changed, when it was received over 90 days ago.
     Returns the return itself, whose status says whether the payer has the money yet; a
     provider that refuses it is 422 `return_refused` (roll back: the Pix stays held)."""
     charge = transactions.lock(charge_id)
@@ -167,7 +167,7 @@ def return_held(charge_id: str, actor_user_id: str) -> Refund:
 
 def returnable_held(charge: Transaction) -> ReceivedPix | None:
     """The Pix a charge holds for review (None when it holds none), checked before anything
-    moves that it can still be returned: 400 `refund_window_expired` otherwise."""
+    moves that it can still be returned: 409 `refund_window_expired` otherwise."""
     held = _held(charge)
     return None if held is None else _returnable(held)
 
@@ -195,7 +195,7 @@ def _held_return(charge: Transaction, held: ReceivedPix, reason: str) -> Refund:
 
 def _returnable(held: ReceivedPix) -> ReceivedPix:
     if not within_devolution_window(held.received_at):
-        raise InvalidRequest(
+        raise Conflict(
             "This Pix was received over 90 days ago and can no longer be returned by "
             "devolução; release it, or settle with the payer outside Pix.",
             code="refund_window_expired",

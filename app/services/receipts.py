@@ -9,7 +9,7 @@ The boleto prints it in full, as FEBRABAN's "Pagador" block does: it names whom 
 
 import sqlalchemy as sa
 
-from app.errors import InvalidRequest
+from app.errors import Conflict
 from app.extensions import db
 from app.formats.payments import METHOD_LABELS, transaction_id
 from app.methods import boleto
@@ -23,10 +23,10 @@ PDF = "application/pdf"
 
 
 def receipt(account_id: str, mode: KeyMode, payment_id: str) -> bytes:
-    """The receipt of a settled transaction; 400 `transaction_not_settled` otherwise."""
+    """The receipt of a settled transaction; 409 `transaction_not_settled` otherwise."""
     payment = payments.get_payment(account_id, mode, payment_id)
     if payment.paid_at is None:
-        raise InvalidRequest(
+        raise Conflict(
             f"A receipt exists once a transaction is paid; this one is {payment.status}.",
             code="transaction_not_settled",
         )

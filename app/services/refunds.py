@@ -112,7 +112,7 @@ def refundability(payment: Transaction) -> Refundability:
     dashboard and the jobs share. Never depends on the wallet: a refund waits for money."""
     if payment.status in DISPUTED_STATUSES:
         return Refundability(
-            InvalidRequest(
+            Conflict(
                 "This transaction is disputed and cannot be refunded: the disputed amount is "
                 "held until the case is decided, or was already returned to the payer.",
                 code=CHARGE_DISPUTED,
@@ -120,7 +120,7 @@ def refundability(payment: Transaction) -> Refundability:
         )
     if payment.status not in SETTLED_STATUSES:
         return Refundability(
-            InvalidRequest(
+            Conflict(
                 f"Only PAID or APPROVED transactions can be refunded; this one is "
                 f"{payment.status}.",
                 code="transaction_not_refundable",
@@ -147,8 +147,9 @@ def refundability(payment: Transaction) -> Refundability:
 
 
 def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: RefundOrder) -> Refund:
-    """Reserve the refund and fund it now, or let it wait for money; 400/422 with a clear
-    code when the payment cannot be refunded (never for lack of funds)."""
+    """Reserve the refund and fund it now, or let it wait for money; with a clear code when
+    it cannot be: 409 for the payment's state, 400 for the request, 422 for the provider
+    (never for lack of funds)."""
     payment = transactions.lock(payments.get_payment(account_id, mode, payment_id).id)
     refundable = refundability(payment)
     refundable.require()
@@ -412,7 +413,7 @@ def _route(
                 if sends_pix_out(provider)
                 else "this provider sends no Pix-outs, so it can no longer be refunded by Pix."
             )
-            raise InvalidRequest(
+            raise Conflict(
                 f"A Pix devolution is possible for 90 days after the payment; {instead}",
                 code="refund_window_expired",
                 param="strategy",

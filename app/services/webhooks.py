@@ -204,7 +204,10 @@ def check_url(url: str, mode: KeyMode) -> str:
             "url may not contain spaces, tabs, line breaks or other control characters.",
             param="url",
         )
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:  # a bracketed host that is no IPv6 address, such as [zz]
+        raise InvalidRequest("url must be an http(s) address with a host.", param="url") from error
     if _has_blank_or_control(unquote(parts.netloc)):
         raise InvalidRequest(
             "url's host may not encode spaces, tabs, line breaks or other control characters.",

@@ -66,7 +66,8 @@ def verify(secret: bytes, method: str, key: str, params: dict[str, str], now: in
         presented = params[SIGNATURE_PARAM]
     except (KeyError, ValueError) as error:
         raise SignatureRefused("The address is incomplete or malformed.") from error
-    if not hmac.compare_digest(sign(secret, grant), presented):
+    # As bytes: compare_digest raises on a str with non-ASCII characters, which anyone can send.
+    if not hmac.compare_digest(sign(secret, grant).encode(), presented.encode()):
         raise SignatureRefused("The address's signature does not match this request.")
     if now >= grant.expires_at:
         raise SignatureRefused("The address has expired.")

@@ -718,7 +718,7 @@ def test_only_unsettled_open_payments_can_be_cancelled(app, redis, client, api_k
         assert get(client, api_key, payment["id"]).get_json()["status"] == status
         before = charges.event_types(app, payment["id"])
         response = _cancel(client, api_key, payment["id"])
-        assert_error(response, 400, "invalid_request_error", "transaction_not_cancellable")
+        assert_error(response, 409, "conflict_error", "transaction_not_cancellable")
         assert get(client, api_key, payment["id"]).get_json()["status"] == status
         assert charges.event_types(app, payment["id"]) == before
     waiting = _method(app, redis, client, api_key, "PIX")
@@ -850,7 +850,7 @@ def test_provider_status_of_a_boleto_and_of_one_without_a_reference(
 def test_a_receipt_is_a_pdf_of_a_settled_payment(app, redis, client, api_key, other_key):
     waiting = _method(app, redis, client, api_key, "PIX")
     response = _api(client, api_key, "get", f"/{waiting['id']}/receipt")
-    assert_error(response, 400, "invalid_request_error", "transaction_not_settled")
+    assert_error(response, 409, "conflict_error", "transaction_not_settled")
     settled = paid(app, redis, client, api_key)
     receipt = _api(client, api_key, "get", f"/{settled['id']}/receipt").get_json()
     assert set(receipt) == {"contentType", "base64"}

@@ -172,7 +172,7 @@ def test_partial_refunds_leave_it_paid_and_the_one_that_completes_the_amount_ref
     assert_ledger_clean(app)
 
     response = refund(client, merchant.api_key, payment["id"], amount=1)
-    assert_error(response, 400, "invalid_request_error", "transaction_not_refundable")
+    assert_error(response, 409, "conflict_error", "transaction_not_refundable")
 
 
 @pytest.mark.parametrize("amount", [30_001, 10**12])
@@ -502,7 +502,7 @@ def test_a_devolution_is_possible_for_90_days_after_the_payment(
     if allowed:
         assert response.status_code == 201, response.get_json()
         return
-    assert_error(response, 400, "invalid_request_error", "refund_window_expired", param="strategy")
+    assert_error(response, 409, "conflict_error", "refund_window_expired", param="strategy")
     assert available(client, merchant) == 20_000
 
 
@@ -647,7 +647,7 @@ def test_a_disputed_transaction_cannot_be_refunded(app, client, redis, merchant,
     payment = paid_payment(app, redis, client, merchant, amount=20_000)
     update_transaction(app, payment["id"], status=status)
     response = refund(client, merchant.api_key, payment["id"])
-    assert_error(response, 400, "invalid_request_error", "charge_disputed")
+    assert_error(response, 409, "conflict_error", "charge_disputed")
     assert refund_rows(app, payment["id"]) == []
     assert available(client, merchant) == 20_000
 
@@ -656,7 +656,7 @@ def test_an_unpaid_transaction_cannot_be_refunded(app, client, redis, merchant):
     payment = finalised(app, redis, client, merchant.api_key)
     assert payment["status"] == "WAITING_PAYMENT"
     response = refund(client, merchant.api_key, payment["id"])
-    assert_error(response, 400, "invalid_request_error", "transaction_not_refundable")
+    assert_error(response, 409, "conflict_error", "transaction_not_refundable")
     assert refund_rows(app, payment["id"]) == []
 
 
@@ -788,7 +788,7 @@ def test_the_list_includes_the_automatic_return_of_a_payer_lock_mismatch(app, cl
         assert (automatic["amount"], automatic["status"]) == (15_000, "REFUNDED")
     # already refunded by the bank: nothing left for the merchant to refund
     response = refund(client, merchant.api_key, charge["id"])
-    assert_error(response, 400, "invalid_request_error", "transaction_not_refundable")
+    assert_error(response, 409, "conflict_error", "transaction_not_refundable")
 
 
 @pytest.mark.parametrize("prefixed", [True, False])

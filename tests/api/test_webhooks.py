@@ -14,6 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import SimpleWorker
 
 from app.config import PROJECT_ROOT, instance_path
+from app.errors import InvalidRequest
 from app.extensions import QUEUE_NAMES, WEBHOOK_QUEUE, db, get_queue
 from app.jobs import webhooks as webhook_jobs
 from app.models import KeyMode, WebhookDelivery, WebhookEndpoint
@@ -160,6 +161,20 @@ def test_patch_changes_only_what_is_sent(client, api_key, receiver):
         headers={"apikey": api_key},
     )
     assert_error(bad, 400, "invalid_request_error", "invalid_request", param="events")
+
+
+def test_a_patch_without_a_body_changes_nothing_and_the_document_says_it_may(
+    client, api_key, receiver
+):
+    """Found by schemathesis: the document declared the body required, the service took a
+    PATCH without one."""
+    endpoint = _register(client, api_key, receiver.url)
+    response = client.patch(f"/v1/webhooks/endpoints/{endpoint['id']}", headers={"apikey": api_key})
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["status"] == "ACTIVE"
+    document = client.get("/v1/openapi.json").get_json()
+    patch = document["paths"]["/v1/webhooks/endpoints/{endpoint_id}"]["patch"]
+    assert patch["requestBody"]["required"] is False
 
 
 def test_another_accounts_endpoint_is_404(app, client, api_key, receiver):
@@ -663,3 +678,12 @@ def test_one_endpoint_never_takes_more_workers_than_its_cap(
         db.session.commit()
         assert webhooks.claim(second.id, now=waiting.next_retry_at) is not None  # room again
         db.session.rollback()
+
+
+@pytest.mark.parametrize("url", ["http://[zz]/hooks", "https://[::1/hooks", "http://]/"])
+def test_a_malformed_bracketed_host_is_refused_not_a_crash(app, url):
+    """`urlsplit` raises on these; the dashboard's form reaches `check_url` without the API's
+    pattern in front of it."""
+    with app.app_context(), pytest.raises(InvalidRequest) as refused:
+        webhooks.check_url(url, KeyMode.TEST)
+    assert refused.value.param == "url"

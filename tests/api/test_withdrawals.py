@@ -284,11 +284,11 @@ def test_the_merchant_may_cancel_only_while_pending(app, client, merchant, staff
     assert cancelled["status"] == "CANCELLED"
     assert _events(app, payout["id"])["withdrawal.failed"]["status"] == "CANCELLED"
     again = client.post(f"/v1/withdrawals/{payout['id']}/cancel", headers=merchant.headers)
-    assert_error(again, 400, "invalid_request_error", "withdrawal_not_cancellable")
+    assert_error(again, 409, "conflict_error", "withdrawal_not_cancellable")
     approved = request(client, merchant).get_json()
     _approve(client, staff, approved["id"])
     late = client.post(f"/v1/withdrawals/{approved['id']}/cancel", headers=merchant.headers)
-    assert_error(late, 400, "invalid_request_error", "withdrawal_not_cancellable")
+    assert_error(late, 409, "conflict_error", "withdrawal_not_cancellable")
 
 
 def test_auto_approval_under_the_threshold(app, client, merchant, redis):
@@ -572,3 +572,22 @@ def test_approval_racing_cancellation_ends_one_way(app, client, merchant, staff)
         assert available(client, merchant) == 100_000
     result = app.test_cli_runner().invoke(check_ledger)
     assert result.exit_code == 0, result.output
+
+
+def test_the_pix_key_check_is_not_read_as_a_payout_id(client, merchant):
+    """Found by schemathesis on the deployed stack: GET /v1/withdrawals/<id> also matched
+    /v1/withdrawals/validate-pix-key, so its Allow header offered an undocumented GET."""
+    response = client.options("/v1/withdrawals/validate-pix-key")
+    assert set(response.headers["Allow"].split(", ")) == {"POST", "OPTIONS"}
+    assert_error(
+        client.get("/v1/withdrawals/validate-pix-key", headers=merchant.headers),
+        405,
+        "invalid_request_error",
+        "method_not_allowed",
+    )
+    assert_error(
+        client.get("/v1/withdrawals/not-a-payout-id", headers=merchant.headers),
+        404,
+        "not_found_error",
+        "not_found",
+    )

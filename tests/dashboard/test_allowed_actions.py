@@ -159,15 +159,20 @@ def test_a_fully_refunded_payment_offers_no_refund_form(app, redis, client, shop
     sign_in(client, shop.member(Role.OWNER))
     assert "Request refund" in _text(client.get(page))
     refund(shop.api, shop.merchant.api_key, charge["id"], strategy="devolution")
-    for reason, code in (
-        ("Refunds already cover the whole transaction.", refunds.EXCEEDS_REFUNDABLE),
-        ("this one is REFUNDED.", "transaction_not_refundable"),
+    for reason, status, error_type, code in (
+        (
+            "Refunds already cover the whole transaction.",
+            400,
+            "invalid_request_error",
+            refunds.EXCEEDS_REFUNDABLE,
+        ),
+        ("this one is REFUNDED.", 409, "conflict_error", "transaction_not_refundable"),
     ):
         text = _text(client.get(page))
         assert "Request refund" not in text and "Refundable:" not in text
         assert re.search(rf"No refund: [^<]*{re.escape(reason)}", text), reason
         answer = refund(shop.api, shop.merchant.api_key, charge["id"], amount=1)
-        assert_error(answer, 400, "invalid_request_error", code)
+        assert_error(answer, status, error_type, code)
         run_jobs(app, redis)
         poll(app)  # the refund completes: the payment is REFUNDED
 
@@ -304,7 +309,7 @@ def test_each_payout_shows_a_cancel_button_exactly_when_it_may_be_cancelled(app,
     refused = shop.api.post(
         f"/v1/withdrawals/{made['approved']}/cancel", headers=_owner_headers(shop)
     )
-    assert_error(refused, 400, "invalid_request_error", "withdrawal_not_cancellable")
+    assert_error(refused, 409, "conflict_error", "withdrawal_not_cancellable")
 
 
 # Webhooks: recover (endpoints page) and resend (delivery page)

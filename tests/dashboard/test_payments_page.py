@@ -548,7 +548,7 @@ def test_cancelling_a_paid_payment_shows_the_services_refusal(app, redis, client
     data = _form(client, f"{PAGE}/{payment['id']}")
     pay(client, api_key, payment["id"])
     response = client.post(f"{PAGE}/{payment['id']}/cancel", data=data)
-    assert response.status_code == 400
+    assert response.status_code == 409
     text = _text(response)
     assert "The payment was not cancelled." in text
     assert "A PAID transaction cannot be cancelled" in text
@@ -770,7 +770,7 @@ def test_the_receipt_downloads_as_a_pdf_once_paid(app, redis, client, owner, api
     )
     assert response.data.startswith(b"%PDF-")
     refused = client.get(f"{PAGE}/{waiting['id']}/receipt.pdf")
-    assert refused.status_code == 400
+    assert refused.status_code == 409
     assert "A receipt exists once a transaction is paid" in _text(refused)
     assert "receipt.pdf" not in _text(client.get(f"{PAGE}/{waiting['id']}"))
     assert client.get(f"{PAGE}/{settled['id']}/receipt.pdf?mode=live").status_code == 404

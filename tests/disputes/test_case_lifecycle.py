@@ -116,10 +116,11 @@ def test_a_different_amount_flags_the_case_and_changes_nothing_else(app, client,
 
     # Nothing was held, so nothing can be lost until operations confirm an amount.
     accept = d.call(client, shop.api_key, "POST", f"/v1/med/cases/{case['id']}/accept")
-    assert accept.status_code == 400
+    assert accept.status_code == 409
     assert accept.get_json()["error"]["code"] == "med_case_under_review"
     for decision in ("rejected", "closed_without_refund"):
         refused = d.decide(client, shop.api_key, case["id"], decision)
+        assert refused.status_code == 409
         assert refused.get_json()["error"]["code"] == "med_case_under_review"
     appeal = f"/v1/med/cases/{case['id']}/appeal"
     assert (
@@ -258,7 +259,7 @@ def test_accept_is_final_and_lost(app, client, shop, charge):
             json={"reason": "x" * 9},
         )
         assert again.status_code == 400
-    assert d.decide(client, shop.api_key, case["id"], "refunded_to_merchant").status_code == 400
+    assert d.decide(client, shop.api_key, case["id"], "refunded_to_merchant").status_code == 409
     _ledger_clean(app)
 
 
@@ -338,13 +339,13 @@ def test_evidence_request_is_an_update(app, client, shop, charge):
     assert events[-1][0] == "med_case.updated"
     assert events[-1][1]["object"]["evidence_requested_at"] is not None
     d.decide(client, shop.api_key, case["id"], "rejected")
-    assert d.call(client, shop.api_key, "POST", path).status_code == 400
+    assert d.call(client, shop.api_key, "POST", path).status_code == 409
 
 
 def test_refund_of_a_disputed_charge_is_refused(app, client, shop, charge):
     d.opened(client, shop, charge["id"])
     response = refund(client, shop.api_key, charge["id"], amount=100)
-    assert response.status_code == 400
+    assert response.status_code == 409
     assert response.get_json()["error"]["code"] == "charge_disputed"
 
 

@@ -283,7 +283,7 @@ def test_the_largest_file_is_allowed(app, client, shop, case):
 
 def test_no_ticket_for_a_decided_case(app, client, shop, case):
     d.call(client, shop.api_key, "POST", f"/v1/med/cases/{case['id']}/accept")
-    _error(d.ticket(client, shop.api_key, case["id"], PDF), 400, "med_case_not_open")
+    _error(d.ticket(client, shop.api_key, case["id"], PDF), 409, "med_case_not_open")
 
 
 def test_evidence_can_be_attached_after_appealing(app, client, shop, case):

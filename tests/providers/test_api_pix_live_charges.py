@@ -211,7 +211,7 @@ def test_cancel_of_a_cob_paid_meanwhile_is_refused(api, merchant, live):
 
     refused = api.post(f"/v1/payments/{charge['id']}/cancel", headers={"apikey": merchant.api_key})
 
-    assert error_of(refused, 400)["code"] == "transaction_not_cancellable"
+    assert error_of(refused, 409)["code"] == "transaction_not_cancellable"
     status = api.get(f"/v1/charges/{charge['id']}", headers={"apikey": merchant.api_key})
     assert status.get_json()["status"] == "pending"
 
@@ -279,7 +279,7 @@ def test_a_devolution_after_90_days_is_refused_before_the_psp(app, api, merchant
 
     refused = refund(api, merchant.api_key, charge["id"], strategy="devolution")
 
-    error = error_of(refused, 400)
+    error = error_of(refused, 409)
     assert error["code"] == "refund_window_expired"
     assert "no Pix-outs" in error["message"]
     assert live.calls("PUT", "/pix/") == []

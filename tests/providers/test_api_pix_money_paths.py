@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app.errors import InvalidRequest, Unprocessable
+from app.errors import Conflict, Unprocessable
 from app.extensions import db
 from app.models import ReceivedPixOutcome, RefundStatus
 from app.models.base import utcnow
@@ -131,12 +131,12 @@ def test_an_automatic_return_past_90_days_is_failed_without_asking_the_psp(
 
 
 def test_staff_returning_a_pix_held_over_90_days_get_a_clear_error(app, api, merchant, live):
-    """Choice: a person is told (400, nothing changes) rather than left with a FAILED return
+    """Choice: a person is told (409, nothing changes) rather than left with a FAILED return
     and a charge marked refunded while the money is still here; they may release it."""
     charge, _ = held_charge(app, api, merchant, live, at=utcnow() - timedelta(days=91))
     staff = factories.make_member(app)
 
-    with app.app_context(), pytest.raises(InvalidRequest) as refused:
+    with app.app_context(), pytest.raises(Conflict) as refused:
         pix_payments.return_held(raw(charge["id"]), staff.user_id)
 
     assert refused.value.code == "refund_window_expired"
@@ -312,7 +312,7 @@ def test_cancelling_a_held_charge_past_90_days_is_refused_before_anything_moves(
 
     refused = api.post(f"/v1/payments/{charge['id']}/cancel", headers={"apikey": merchant.api_key})
 
-    assert refused.status_code == 400
+    assert refused.status_code == 409
     assert refused.get_json()["error"]["code"] == "refund_window_expired"
     assert live.calls("PUT", "/pix/") == []
     assert refunds.transaction_row(app, charge["id"]).status == "PROCESSING"

@@ -2,20 +2,20 @@
 
 import marshmallow as ma
 
-from app.api.schemas.fields import StrictBoolean
+from app.api.schemas.fields import StrictBoolean, Text
 from app.models import KeyMode
 from app.services.api_keys import MAX_LABEL_LENGTH
 
 
 class ApiKeyCreateSchema(ma.Schema):
-    label = ma.fields.String(
+    label = Text(
         load_default=None, allow_none=True, validate=ma.validate.Length(max=MAX_LABEL_LENGTH)
     )
     test = StrictBoolean(load_default=False)
 
 
 class ApiKeyRotateSchema(ma.Schema):
-    label = ma.fields.String(
+    label = Text(
         load_default=None, allow_none=True, validate=ma.validate.Length(max=MAX_LABEL_LENGTH)
     )
 

@@ -2,11 +2,13 @@
 
 import marshmallow as ma
 
+from app.api.schemas.fields import Text
+
 
 class LoginSchema(ma.Schema):
-    email = ma.fields.String(required=True, validate=ma.validate.Length(min=1, max=254))
-    password = ma.fields.String(required=True, validate=ma.validate.Length(min=1, max=1024))
-    accountId = ma.fields.String(
+    email = Text(required=True, validate=ma.validate.Length(min=1, max=254))
+    password = Text(required=True, validate=ma.validate.Length(min=1, max=1024))
+    accountId = Text(
         load_default=None,
         metadata={"description": "Required when the user belongs to several accounts."},
     )

@@ -1,54 +1,85 @@
 """Request schemas of the charge routes, field for field as the contract's "Charges" section.
 
-Types and shapes are checked here (400 with `details`); the rules between fields (payer
-lock, check digits, limits) are the service's, so the dashboard form gets them too.
+Types, shapes and bounds are checked here (400 with `details`) and so stated in the OpenAPI
+document; the service checks them again for the dashboard form, with what no schema can say:
+the rules between fields (payer lock) and check digits.
 """
 
 import marshmallow as ma
 
-from app.api.schemas.fields import DateTimeParam, QueryArgsSchema, QueryInteger
-from app.formats.charges import PUBLIC_STATUSES, ChargeSchema
+from app.api.schemas.fields import (
+    TAX_ID_RULE,
+    UUID,
+    DateTimeParam,
+    EmailAddress,
+    Pattern,
+    QueryArgsSchema,
+    QueryInteger,
+    TaxId,
+    Text,
+)
+from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUSES, ChargeSchema
 from app.services.charges import (
     DEFAULT_LIST_LIMIT,
     MAX_AMOUNT,
     MAX_DESCRIPTION,
     MAX_LIST_LIMIT,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_KEY_LENGTH,
+    MAX_METADATA_KEYS,
+    MIN_EXPIRES_IN,
+    PIX_CURRENCY,
     Customer,
     NewCharge,
+)
+from app.services.customers import E164
+
+CHARGE_ID = f"^{CHARGE_ID_PREFIX}{UUID}$"
+METADATA_RULE = (
+    f"At most {MAX_METADATA_KEYS} keys of at most {MAX_METADATA_KEY_LENGTH} characters, "
+    f"{MAX_METADATA_BYTES} bytes as JSON, no text holding U+0000; keys starting with _ and "
+    "the reserved description, failure and med are dropped."
 )
 
 
 class CustomerInputSchema(ma.Schema):
-    name = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=140))
-    document = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=32))
-    email = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=254))
-    phone = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=32))
+    name = Text(allow_none=True, validate=ma.validate.Length(max=140))
+    document = TaxId(allow_none=True)
+    email = EmailAddress(allow_none=True)
+    phone = ma.fields.String(
+        allow_none=True,
+        validate=Pattern.whole(E164, error="Send the phone number in E.164 form."),
+        metadata={"description": "E.164, such as +5511987654321."},
+    )
 
 
 class ChargeCreateSchema(ma.Schema):
     amount = ma.fields.Integer(
         required=True,
         strict=True,
-        validate=ma.validate.Range(min=1),
-        metadata={"error_code": "invalid_amount", "description": "Centavos, > 0."},
+        validate=ma.validate.Range(min=1, max=MAX_AMOUNT),
+        metadata={"error_code": "invalid_amount", "description": "Centavos."},
     )
-    currency = ma.fields.String(load_default="BRL", metadata={"description": "BRL for Pix."})
+    currency = ma.fields.String(
+        load_default=PIX_CURRENCY,
+        metadata={"enum": [PIX_CURRENCY], "description": "Pix charges are in BRL."},
+    )
     payment_method = ma.fields.String(required=True, metadata={"enum": ["pix"]})
-    description = ma.fields.String(
-        allow_none=True, validate=ma.validate.Length(max=MAX_DESCRIPTION)
-    )
+    description = Text(allow_none=True, validate=ma.validate.Length(max=MAX_DESCRIPTION))
     expires_in = ma.fields.Integer(
         allow_none=True,
         strict=True,
-        metadata={"description": "Seconds, 60-86400; larger values are capped at 86400."},
+        validate=ma.validate.Range(min=MIN_EXPIRES_IN),
+        metadata={"description": "Seconds; larger values than 86400 are capped at 86400."},
     )
     customer = ma.fields.Nested(CustomerInputSchema, load_default=dict)
-    expected_payer_tax_id = ma.fields.String(
+    expected_payer_tax_id = TaxId(
         allow_none=True,
-        validate=ma.validate.Length(max=32),
-        metadata={"description": "Payer lock: CPF (11) or CNPJ (14) with valid check digits."},
+        metadata={"description": f"Payer lock. {TAX_ID_RULE}"},
     )
-    metadata = ma.fields.Dict(keys=ma.fields.String(), load_default=dict)
+    metadata = ma.fields.Dict(
+        keys=ma.fields.String(), load_default=dict, metadata={"description": METADATA_RULE}
+    )
 
     @ma.post_load
     def _to_new_charge(self, data, **kwargs) -> NewCharge:
@@ -73,14 +104,15 @@ class PixChargeCreateSchema(ChargeCreateSchema):
 class ChargeQuerySchema(QueryArgsSchema):
     """List filters; anything else (`page`, `offset`, a typo) is refused, never ignored."""
 
-    limit = QueryInteger(
-        load_default=DEFAULT_LIST_LIMIT, validate=ma.validate.Range(min=1, max=MAX_LIST_LIMIT)
+    limit = QueryInteger(minimum=1, maximum=MAX_LIST_LIMIT, load_default=DEFAULT_LIST_LIMIT)
+    starting_after = ma.fields.String(
+        validate=Pattern(CHARGE_ID, error="starting_after takes a charge id (ch_…)."),
+        metadata={"description": "The previous page's next_cursor: one of your charges' ids."},
     )
-    starting_after = ma.fields.String(metadata={"description": "A ch_ id (cursor)."})
     status = ma.fields.String(validate=ma.validate.OneOf(PUBLIC_STATUSES))
     created_after = DateTimeParam(metadata={"description": "ISO 8601, inclusive; UTC if no zone."})
     created_before = DateTimeParam(metadata={"description": "ISO 8601, inclusive; UTC if no zone."})
-    customer_id = ma.fields.String(metadata={"description": "Payer document (CPF or CNPJ)."})
+    customer_id = TaxId(metadata={"description": f"The payer's document. {TAX_ID_RULE}"})
 
 
 class ChargeListSchema(ma.Schema):
@@ -96,7 +128,7 @@ class SandboxPaymentSchema(ma.Schema):
         validate=ma.validate.Range(min=1, max=MAX_AMOUNT),
         metadata={"description": "Defaults to the charge amount."},
     )
-    payer_document = ma.fields.String(
+    payer_document = Text(
         allow_none=True,
         validate=ma.validate.Length(max=32),
         metadata={
@@ -104,4 +136,4 @@ class SandboxPaymentSchema(ma.Schema):
             "bank that reports no payer document."
         },
     )
-    payer_name = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=140))
+    payer_name = Text(allow_none=True, validate=ma.validate.Length(max=140))

@@ -4,9 +4,44 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 
 import marshmallow as ma
+from email_validator import SPECIAL_USE_DOMAIN_NAMES
 
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DIGITS = re.compile(r"[0-9]{1,9}")
+_DIGITS = re.compile(r"[0-9]+")
+
+NUL_FREE = r"^[^\x00]*$"
+NUL_REFUSED = "Text may not contain the NUL character (U+0000)."
+# The ids the service makes (`uuid4()`, lower case), so a well-formed id is published exactly.
+UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+# What `str.strip()` trims (Python's whitespace) and ECMA-262's `\s`, with the control
+# characters: a character outside this class is visible in both languages.
+_BLANK = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+# A CPF or CNPJ (the alphanumeric CNPJ included) with any of the formatting `strip_formatting`
+# removes (. - / and spaces); the check digits `app.pix.documents` also requires are beyond a
+# pattern, so TAX_ID_RULE says them.
+TAX_ID = r"^[ ./-]*(?:(?:[0-9][ ./-]*){11}|(?:[0-9A-Z][ ./-]*){12}(?:[0-9][ ./-]*){2})$"
+TAX_ID_RULE = (
+    "A CPF (11 digits) or CNPJ (14 characters, letters in upper case), bare or formatted "
+    "(. - / and spaces are removed), with valid check digits."
+)
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{char.upper()}{char}]" for char in word)
+
+
+# An e-mail address (`format: email`) that `email_validator` takes: it refuses domains under
+# the special-use names, such as example.test.
+EMAIL = rf"^(?![\s\S]*[@.](?:{'|'.join(map(_any_case, SPECIAL_USE_DOMAIN_NAMES))})$)[^\x00]+$"
+
+
+def trimmed_text(min_length: int) -> str:
+    """A pattern for text of at least `min_length` characters once blanks at either end are
+    trimmed, as the services trim it."""
+    visible = f"[^{_BLANK}]"
+    if min_length == 1:
+        return rf"^[^\x00]*{visible}[^\x00]*$"
+    return rf"^[^\x00]*{visible}[^\x00]{{{min_length - 2},}}{visible}[^\x00]*$"
 
 
 class Pattern(ma.validate.Regexp):
@@ -21,10 +56,53 @@ class Pattern(ma.validate.Regexp):
             raise ValueError(f"A published pattern is anchored ^…$: {pattern!r}")
         super().__init__(pattern, error=error)
 
+    @classmethod
+    def whole(cls, service_pattern: re.Pattern, error: str | None = None) -> "Pattern":
+        """A service's own pattern (applied there with `fullmatch`), published anchored."""
+        return cls(f"^{service_pattern.pattern}$", error=error)
+
     def __call__(self, value: str) -> str:
         if self.regex.fullmatch(value) is None:
             raise ma.ValidationError(self._format_error(value))
         return value
+
+
+class Text(ma.fields.String):
+    """Text that may hold anything but U+0000. PostgreSQL cannot store NUL, so every request
+    holding one is refused (`app.errors.refuse_unstorable_text`); this pattern states that
+    rule in the document. A field with a pattern of its own is a `String` with a `Pattern`
+    whose classes leave U+0000 out: the document can carry one pattern per field."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if any(isinstance(v, ma.validate.Regexp) for v in self.validators):
+            raise ValueError("A Text field takes no pattern: use String with a Pattern.")
+        self.validators.append(Pattern(NUL_FREE, error=NUL_REFUSED))
+
+
+class TaxId(ma.fields.String):
+    """A CPF or CNPJ: the pattern states its shape, the description its check digits."""
+
+    def __init__(self, *, metadata: dict | None = None, **kwargs):
+        super().__init__(
+            validate=[ma.validate.Length(max=32), Pattern(TAX_ID, error=TAX_ID_RULE)],
+            metadata={"description": TAX_ID_RULE, "example": "529.982.247-25", **(metadata or {})},
+            **kwargs,
+        )
+
+
+class EmailAddress(ma.fields.String):
+    """An e-mail address as `app.services.customers.email` takes it."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            validate=[
+                ma.validate.Length(max=254),
+                Pattern(EMAIL, error="Not a valid e-mail address."),
+            ],
+            metadata={"format": "email"},
+            **kwargs,
+        )
 
 
 class StrictBoolean(ma.fields.Boolean):
@@ -37,13 +115,21 @@ class StrictBoolean(ma.fields.Boolean):
 
 
 class QueryInteger(ma.fields.Integer):
-    """A whole number written in ASCII digits only: `int()` would also take " 10", "1_0"
-    or "٣", which a query string should refuse rather than guess at."""
+    """A whole number from `minimum` to `maximum` written in ASCII digits only: `int()` would
+    also take " 10", "1_0" or "٣", which a query string should refuse rather than guess at.
+    Both bounds are required so the document states what is enforced; any number of digits
+    parses, so a value above the maximum gets the range's message, not "Not a valid integer"."""
+
+    def __init__(self, *, minimum: int, maximum: int, **kwargs):
+        super().__init__(validate=ma.validate.Range(min=minimum, max=maximum), **kwargs)
+        self.maximum = maximum
 
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, str) or not _DIGITS.fullmatch(value):
             raise self.make_error("invalid", input=value)
-        return super()._deserialize(value, attr, data, **kwargs)
+        if len(value.lstrip("0")) > len(str(self.maximum)):
+            return self.maximum + 1  # above the maximum, without converting thousands of digits
+        return int(value)
 
 
 class UtcDateTime(ma.fields.AwareDateTime):

@@ -4,16 +4,26 @@ rules between fields are the services', so the dashboard forms get them too."""
 
 import marshmallow as ma
 
-from app.api.schemas.fields import DateBoundParam, QueryArgsSchema, QueryInteger, StrictBoolean
+from app.api.schemas.charges import METADATA_RULE
+from app.api.schemas.fields import (
+    DateBoundParam,
+    EmailAddress,
+    Pattern,
+    QueryArgsSchema,
+    QueryInteger,
+    StrictBoolean,
+    Text,
+)
 from app.formats.payments import STATUSES, ListedPaymentSchema, RefundSchema
 from app.models import RefundStrategy
+from app.models.base import MAX_PAGE_OR_OFFSET
+from app.services.charges import MAX_AMOUNT
 from app.services.payment_stats import MAX_DAYS
 from app.services.payments import (
     DEFAULT_PAGE_LIMIT,
     MAX_CUSTOMER_DOCUMENT,
     MAX_CUSTOMER_ID,
     MAX_CUSTOMER_NAME,
-    MAX_PAGE,
     MAX_PAGE_LIMIT,
     MAX_URL_LENGTH,
     METHODS,
@@ -22,51 +32,61 @@ from app.services.payments import (
 )
 from app.services.refunds import MAX_REASON, RefundOrder
 
+CURRENCY_CODE = r"^[A-Za-z0-9]{3,8}$"
+# Letters and digits once the formatting (. - / and spaces) is removed; blank means none.
+CUSTOMER_DOCUMENT = r"^(?: *|[ ./-]*[A-Za-z0-9][A-Za-z0-9 ./-]*)$"
 IDEMPOTENCY_KEY = {
     "required": True,
     "validate": ma.validate.Length(min=8, max=128),
     "metadata": {"description": "Required, 8-128 characters; a replay returns the original."},
 }
-AMOUNT_RULES = {"strict": True, "validate": ma.validate.Range(min=1)}
 
 
 class PaymentCreateSchema(ma.Schema):
     amount = ma.fields.Integer(
         required=True,
-        **AMOUNT_RULES,
-        metadata={"error_code": "invalid_amount", "description": "Smallest unit, > 0."},
+        strict=True,
+        validate=ma.validate.Range(min=1, max=MAX_AMOUNT),
+        metadata={"error_code": "invalid_amount", "description": "Smallest unit."},
     )
     currency = ma.fields.String(
         load_default="BRL",
-        validate=ma.validate.Length(min=3, max=8),
+        validate=Pattern(CURRENCY_CODE, error="A currency code: 3 to 8 letters or digits."),
         metadata={"description": "BRL, EUR, USD, USDT…"},
     )
     paymentMethods = ma.fields.List(
         ma.fields.String(validate=ma.validate.OneOf(METHODS)),
         required=True,
         validate=ma.validate.Length(min=1),
+        metadata={"uniqueItems": True},
     )
-    customerId = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=MAX_CUSTOMER_ID))
-    customerName = ma.fields.String(
-        allow_none=True, validate=ma.validate.Length(max=MAX_CUSTOMER_NAME)
-    )
+    customerId = Text(allow_none=True, validate=ma.validate.Length(max=MAX_CUSTOMER_ID))
+    customerName = Text(allow_none=True, validate=ma.validate.Length(max=MAX_CUSTOMER_NAME))
     customerDocument = ma.fields.String(
         allow_none=True,
-        validate=ma.validate.Length(max=MAX_CUSTOMER_DOCUMENT),
-        metadata={"description": "CPF, CNPJ, NIF or another tax id."},
+        validate=[
+            ma.validate.Length(max=MAX_CUSTOMER_DOCUMENT),
+            Pattern(CUSTOMER_DOCUMENT, error="customerDocument holds letters and digits."),
+        ],
+        metadata={"description": "CPF, CNPJ, NIF or another tax id; . - / and spaces are removed."},
     )
-    customerEmail = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=254))
+    customerEmail = EmailAddress(allow_none=True)
     metadata = ma.fields.Dict(
         keys=ma.fields.String(),
         load_default=dict,
-        metadata={"description": "returnUrl (CREDIT_CARD); phone in E.164 (required by MBWAY)."},
+        metadata={
+            "description": f"{METADATA_RULE} returnUrl (CREDIT_CARD) is an absolute http(s) "
+            "address; phone is in E.164 (required by MBWAY)."
+        },
     )
-    webhookUrl = ma.fields.String(
+    webhookUrl = Text(
         allow_none=True,
         validate=ma.validate.Length(max=MAX_URL_LENGTH),
-        metadata={"description": "URL of one of the account's active webhook endpoints."},
+        metadata={
+            "description": "Exactly the URL of one of the account's active webhook endpoints."
+        },
     )
-    idempotencyKey = ma.fields.String(**IDEMPOTENCY_KEY)
+    idempotencyKey = Text(**IDEMPOTENCY_KEY)
 
     @ma.post_load
     def _to_new_payment(self, data, **kwargs) -> NewPayment:
@@ -84,10 +104,8 @@ class PaymentCreateSchema(ma.Schema):
 
 
 class PaymentQuerySchema(QueryArgsSchema):
-    page = QueryInteger(load_default=1, validate=ma.validate.Range(min=1, max=MAX_PAGE))
-    limit = QueryInteger(
-        load_default=DEFAULT_PAGE_LIMIT, validate=ma.validate.Range(min=1, max=MAX_PAGE_LIMIT)
-    )
+    page = QueryInteger(minimum=1, maximum=MAX_PAGE_OR_OFFSET, load_default=1)
+    limit = QueryInteger(minimum=1, maximum=MAX_PAGE_LIMIT, load_default=DEFAULT_PAGE_LIMIT)
     status = ma.fields.String(validate=ma.validate.OneOf(STATUSES))
     startDate = DateBoundParam(
         end=False, metadata={"description": "Inclusive, on createdAt; a date means 00:00Z."}
@@ -108,14 +126,15 @@ class PaymentPageSchema(ma.Schema):
 
 class StatsQuerySchema(QueryArgsSchema):
     days = QueryInteger(
+        minimum=1,
+        maximum=MAX_DAYS,
         load_default=7,
-        validate=ma.validate.Range(min=1, max=MAX_DAYS),
         metadata={"description": "Business days in America/Sao_Paulo, today included."},
     )
 
 
 class MetricsQuerySchema(StatsQuerySchema):
-    currency = ma.fields.String(validate=ma.validate.Regexp(r"^[A-Za-z0-9]{3,8}$"))
+    currency = ma.fields.String(validate=Pattern(CURRENCY_CODE))
 
 
 class CurrencyVolumeSchema(ma.Schema):
@@ -158,15 +177,16 @@ class MetricsSchema(ma.Schema):
 
 
 class RefundCreateSchema(ma.Schema):
-    idempotencyKey = ma.fields.String(**IDEMPOTENCY_KEY)
+    idempotencyKey = Text(**IDEMPOTENCY_KEY)
     amount = ma.fields.Integer(
-        **AMOUNT_RULES,
+        strict=True,
+        validate=ma.validate.Range(min=1),
         metadata={"error_code": "invalid_amount", "description": "Omitted means the rest."},
     )
-    reason = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=MAX_REASON))
+    reason = Text(allow_none=True, validate=ma.validate.Length(max=MAX_REASON))
     strategy = ma.fields.String(validate=ma.validate.OneOf([s.value for s in RefundStrategy]))
     passFeeToTenant = StrictBoolean()
-    destinationKey = ma.fields.String(validate=ma.validate.Length(max=77))
+    destinationKey = Text(validate=ma.validate.Length(max=77))
 
     @ma.post_load
     def _to_order(self, data, **kwargs) -> RefundOrder:

@@ -6,12 +6,12 @@ answer (200), decided by `app.pix.keys.validate`.
 
 import marshmallow as ma
 
-from app.api.schemas.fields import QueryArgsSchema
+from app.api.schemas.fields import QueryArgsSchema, Text
 from app.pix.keys import PixKeyType
 
 
 class PixKeyValidationSchema(ma.Schema):
-    key = ma.fields.String(
+    key = Text(
         required=True, metadata={"description": "The key; surrounding whitespace is ignored."}
     )
     type = ma.fields.Enum(

@@ -2,14 +2,14 @@
 
 import marshmallow as ma
 
-from app.api.schemas.fields import QueryArgsSchema
+from app.api.schemas.fields import Pattern, QueryArgsSchema
 
 CURRENCY_CODE = r"^[A-Za-z]{3,8}$"
 
 
 class BalanceQuerySchema(QueryArgsSchema):
     currency = ma.fields.String(
-        validate=ma.validate.Regexp(CURRENCY_CODE, error="A currency code: 3 to 8 letters."),
+        validate=Pattern(CURRENCY_CODE, error="A currency code: 3 to 8 letters."),
         metadata={"description": "ISO 4217 (or a crypto ticker); answers the flat shape."},
     )
 

@@ -2,25 +2,67 @@
 
 import marshmallow as ma
 
-from app.api.schemas.fields import QueryArgsSchema, StrictBoolean
+from app.api.schemas.fields import (
+    Pattern,
+    QueryArgsSchema,
+    QueryInteger,
+    StrictBoolean,
+    TaxId,
+    Text,
+    trimmed_text,
+)
 from app.formats.payouts import PayoutSchema
 from app.models import WithdrawalStatus, WithdrawalType
+from app.models.base import MAX_PAGE_OR_OFFSET
 from app.pix.keys import PixKeyType
-from app.services.payouts import DESTINATION_FIELDS, MAX_DESCRIPTION, NewPayout
+from app.services.payouts import (
+    AGENCY,
+    BANK_ACCOUNT_NUMBER,
+    BANK_CODE,
+    BEP20_ADDRESS,
+    BRL,
+    CRYPTO_CURRENCY,
+    CRYPTO_NETWORK,
+    DESTINATION_FIELDS,
+    MAX_DESCRIPTION,
+    NewPayout,
+)
 
 DEFAULT_PAGE_LIMIT = 20
 MAX_PAGE_LIMIT = 100
+_DESTINATIONS = "; ".join(
+    f"{kind}: {', '.join(sorted(names))}" for kind, names in DESTINATION_FIELDS.items()
+)
 
 
 class BankAccountInputSchema(ma.Schema):
-    bankCode = ma.fields.String(required=True, metadata={"description": "3-digit COMPE code"})
-    agency = ma.fields.String(required=True)
-    account = ma.fields.String(required=True, metadata={"description": "With its check digit"})
-    holderName = ma.fields.String(required=True, validate=ma.validate.Length(min=1, max=140))
-    holderDocument = ma.fields.String(required=True, metadata={"description": "CPF or CNPJ"})
+    bankCode = ma.fields.String(
+        required=True,
+        validate=Pattern.whole(BANK_CODE),
+        metadata={"description": "3-digit COMPE code"},
+    )
+    agency = ma.fields.String(
+        required=True,
+        validate=Pattern.whole(AGENCY),
+        metadata={"description": "Up to 5 digits, with an optional check digit"},
+    )
+    account = ma.fields.String(
+        required=True,
+        validate=Pattern.whole(BANK_ACCOUNT_NUMBER),
+        metadata={"description": "With its check digit"},
+    )
+    holderName = ma.fields.String(
+        required=True, validate=[ma.validate.Length(max=140), Pattern(trimmed_text(1))]
+    )
+    holderDocument = TaxId(required=True)
 
 
 class WithdrawalCreateSchema(ma.Schema):
+    class Meta:
+        description = (
+            f"Each type takes its destination fields, all required, and no others: {_DESTINATIONS}."
+        )
+
     type = ma.fields.String(
         required=True, validate=ma.validate.OneOf([t.value for t in WithdrawalType])
     )
@@ -33,18 +75,19 @@ class WithdrawalCreateSchema(ma.Schema):
     currency = ma.fields.String(
         required=True,
         validate=ma.validate.Length(min=3, max=8),
-        metadata={"description": "BRL; USDT for CRYPTO"},
+        metadata={"enum": [BRL, CRYPTO_CURRENCY], "description": "BRL; USDT for CRYPTO"},
     )
-    pixKey = ma.fields.String(validate=ma.validate.Length(max=77))
+    pixKey = Text(validate=ma.validate.Length(max=77))
     pixKeyType = ma.fields.String(validate=ma.validate.OneOf([t.value for t in PixKeyType]))
     bankAccount = ma.fields.Nested(BankAccountInputSchema)
-    cryptoAddress = ma.fields.String(validate=ma.validate.Length(max=42))
-    cryptoNetwork = ma.fields.String(metadata={"enum": ["BSC"]})
-    cryptoCurrency = ma.fields.String(metadata={"enum": ["USDT"]})
-    description = ma.fields.String(
-        allow_none=True, validate=ma.validate.Length(max=MAX_DESCRIPTION)
+    cryptoAddress = ma.fields.String(
+        validate=Pattern.whole(BEP20_ADDRESS),
+        metadata={"description": "BEP-20: 0x and 40 hex digits"},
     )
-    idempotencyKey = ma.fields.String(
+    cryptoNetwork = ma.fields.String(metadata={"enum": [CRYPTO_NETWORK]})
+    cryptoCurrency = ma.fields.String(metadata={"enum": [CRYPTO_CURRENCY]})
+    description = Text(allow_none=True, validate=ma.validate.Length(max=MAX_DESCRIPTION))
+    idempotencyKey = Text(
         required=True,
         validate=ma.validate.Length(min=8, max=128),
         metadata={"description": "Required; a retry with the same key returns the first answer."},
@@ -74,10 +117,8 @@ class WithdrawalCreateSchema(ma.Schema):
 
 
 class WithdrawalQuerySchema(QueryArgsSchema):
-    page = ma.fields.Integer(load_default=1, validate=ma.validate.Range(min=1))
-    limit = ma.fields.Integer(
-        load_default=DEFAULT_PAGE_LIMIT, validate=ma.validate.Range(min=1, max=MAX_PAGE_LIMIT)
-    )
+    page = QueryInteger(minimum=1, maximum=MAX_PAGE_OR_OFFSET, load_default=1)
+    limit = QueryInteger(minimum=1, maximum=MAX_PAGE_LIMIT, load_default=DEFAULT_PAGE_LIMIT)
     status = ma.fields.String(validate=ma.validate.OneOf([s.value for s in WithdrawalStatus]))
     mode = ma.fields.String(
         validate=ma.validate.OneOf(["live", "test"]),
@@ -93,6 +134,4 @@ class WithdrawalPageSchema(ma.Schema):
 
 
 class RejectionSchema(ma.Schema):
-    reason = ma.fields.String(
-        load_default=None, allow_none=True, validate=ma.validate.Length(max=500)
-    )
+    reason = Text(load_default=None, allow_none=True, validate=ma.validate.Length(max=500))
