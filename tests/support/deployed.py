@@ -52,6 +52,7 @@ BOOT_SECONDS = 60
 STOP_SECONDS = 15
 REQUEST_SECONDS = 10
 WEBHOOK_TIMEOUT_SECONDS = 10
+UNREACHABLE_RATE_LIMIT = 1_000_000
 T = TypeVar("T")
 
 
@@ -211,6 +212,11 @@ def deployed(database_url, tmp_path_factory) -> Iterator[DeployedStack]:
         "WEBHOOK_TIMEOUT_SECONDS": str(WEBHOOK_TIMEOUT_SECONDS),
         "WEBHOOK_ENDPOINT_CONCURRENCY": "1",
         "REFUND_POLL_SECONDS": "1",
+        # The fuzzer (test_fuzz.py) sends thousands of requests a minute and fails logins by
+        # the hundred from loopback: limits that would lock every later test out.
+        "API_RATE_LIMIT_PER_MINUTE": str(UNREACHABLE_RATE_LIMIT),
+        "API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE": str(UNREACHABLE_RATE_LIMIT),
+        "LOGIN_MAX_FAILURES_PER_IP": "0",
     }
     with (
         stack_database(database_url, directory) as stack_database_url,
