@@ -34,6 +34,7 @@ OWNER_PASSWORD = "fuzzing-owner-password"
 STAFF_PASSWORD = "fuzzing-staff-password"
 FUNDS = 500_000
 PENDING_PAYOUTS = 3
+DISPUTABLE = 3  # paid charges no case names yet, for the fuzzer's sandbox disputes
 EVIDENCE = b"%PDF-1.4\n% fuzzing evidence\n"
 # What the run must have created through the API, by kind: the listing that shows them.
 CREATED_KINDS = {
@@ -101,9 +102,9 @@ class Fuzzed:
         charge = created(self.api("POST", "/v1/charges", json=charge_body(amount=5_000)))
         self.ids["code_id"] = brcode.parse(charge["pix"]["br_code"]).location.rsplit("/", 1)[1]
         self.ids["location_id"] = charge["pix"]["qr_code_url"].split("/")[-2]
-        paid = self.api("POST", f"/v1/sandbox/charges/{charge['id']}/pay", json={})
-        assert paid.status_code == 200, paid.text
+        self._pay(charge["id"])
         self.ids["charge_id"] = charge["id"]
+        self.ids["disputable_charge_ids"] = [self._paid_charge() for _ in range(DISPUTABLE)]
         self.ids["case_id"] = created_or_ok(
             self.api("POST", f"/v1/sandbox/charges/{charge['id']}/dispute", json={})
         )["id"]
@@ -140,6 +141,15 @@ class Fuzzed:
         ]
         self.ids["withdrawal_id"], self.ids["admin_withdrawal_id"] = payouts[0], payouts[1]
         self.baseline = self.counts()
+
+    def _pay(self, charge_id: str) -> None:
+        paid = self.api("POST", f"/v1/sandbox/charges/{charge_id}/pay", json={})
+        assert paid.status_code == 200, paid.text
+
+    def _paid_charge(self) -> str:
+        charge = created(self.api("POST", "/v1/charges", json=charge_body(amount=2_000)))
+        self._pay(charge["id"])
+        return charge["id"]
 
     def _uploaded_evidence(self, case_id: str) -> str:
         ticket = created(
