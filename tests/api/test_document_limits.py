@@ -30,7 +30,9 @@ from app.services.event_catalog import SUBSCRIBABLE
 from tests.support import charges, factories, payments
 from tests.support.charges import ALPHANUMERIC_CNPJ, CNPJ, CPF
 from tests.support.http import assert_error
+from tests.support.patterns import texts_matching
 
+NUL_SAMPLES = 10  # texts per published pattern checked for U+0000
 DOCUMENT = "/v1/openapi.json"
 ENDPOINTS = "/v1/webhooks/endpoints"
 CASE_LISTS = ("/v1/med/cases", "/v1/infractions", "/v1/infractions/cases")
@@ -215,25 +217,6 @@ def string_schemas(document: dict):
             yield from walk(media["schema"], f"{method.upper()} {path}", frozenset())
 
 
-def texts_matching(pattern: str) -> list[str]:
-    texts: list[str] = []
-
-    @settings(
-        max_examples=10,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(st.from_regex(pattern, fullmatch=True))
-    def collect(text):
-        texts.append(text)
-
-    collect()
-    return texts
-
-
 def test_every_string_a_client_sends_is_documented_without_nul(document):
     """PostgreSQL cannot store U+0000, so the service refuses it in every request; every string
     in the document says so by an enum, a date-time format, or a pattern that refuses it."""
@@ -242,7 +225,7 @@ def test_every_string_a_client_sends_is_documented_without_nul(document):
         if "enum" in schema:
             assert not any("\x00" in (value or "") for value in schema["enum"]), where
         elif "pattern" in schema:
-            for text in texts_matching(schema["pattern"]):
+            for text in texts_matching(schema["pattern"], NUL_SAMPLES):
                 middle = len(text) // 2
                 spoiled = ["\x00" + text, text + "\x00", text[:middle] + "\x00" + text[middle:]]
                 if any(matches(schema["pattern"], bad) for bad in spoiled):

@@ -15,12 +15,11 @@ from collections.abc import Sequence
 
 import marshmallow as ma
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator, validate
 
 from app.api.schemas.fields import Pattern
 from tests.fuzz.conftest import openapi_document
+from tests.support.patterns import texts_matching
 
 SPEC_VALIDATORS = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}
 SAMPLES_PER_PATTERN = 30
@@ -112,31 +111,11 @@ def ecma(node: str, patterns: list[str], samples: Sequence[tuple[str, str]] = ()
     return json.loads(finished.stdout)
 
 
-def generated(pattern: str) -> list[str]:
-    """Texts the pattern matches, by hypothesis, the same ones on every run."""
-    texts: list[str] = []
-
-    @settings(
-        max_examples=SAMPLES_PER_PATTERN,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(st.from_regex(pattern, fullmatch=True))
-    def collect(text: str) -> None:
-        texts.append(text)
-
-    collect()
-    return texts
-
-
 def samples_for(pattern: str) -> list[str]:
     """Matching texts, and each of them spoiled by a hostile character at its start, its end
     and its middle; the empty text and each character alone."""
     texts = ["", *HOSTILE_CHARACTERS]
-    for valid in generated(pattern):
+    for valid in texts_matching(pattern, SAMPLES_PER_PATTERN):
         middle = len(valid) // 2
         texts.append(valid)
         for character in HOSTILE_CHARACTERS:
