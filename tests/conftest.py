@@ -6,6 +6,7 @@ schema is created by the migrations, never by `create_all`, so they are tested t
 """
 
 import os
+from pathlib import Path
 
 import pytest
 from flask_migrate import upgrade
@@ -109,3 +110,12 @@ def receiver():
     """A local webhook receiver that records what it is sent; stopped after the test."""
     with receiving() as server:
         yield server
+
+
+@pytest.fixture
+def storage_root(app, tmp_path, monkeypatch) -> Path:
+    """Evidence files in a directory of the test's own."""
+    root = tmp_path / "evidence"
+    root.mkdir()
+    monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(root))
+    return root

@@ -99,11 +99,8 @@ class Sent:
 
 
 @pytest.fixture
-def root(app, tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "evidence"
-    path.mkdir()
-    monkeypatch.setitem(app.config, "EVIDENCE_STORAGE_PATH", str(path))
-    return path
+def root(storage_root) -> Path:
+    return storage_root
 
 
 @pytest.fixture
