@@ -46,3 +46,17 @@ ensure_browser() {
       echo "Could not install chromium; the browser tests will be skipped." >&2
   fi
 }
+
+# The nginx tests (tests/deployed/test_nginx_psp_mtls.py and test_web_tier.py) run Debian's
+# nginx on ports of their own, in the foreground; install it when missing and we may
+# (root, apt-get). Without it they skip and say why. (nginx is in /usr/sbin, often not in PATH.)
+ensure_nginx() {
+  if command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then
+    return 0
+  fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian's nginx for the nginx tests..." >&2
+    { apt-get update -qq && apt-get install -y -qq nginx >/dev/null; } ||
+      echo "Could not install nginx; the nginx tests will be skipped." >&2
+  fi
+}

@@ -3,11 +3,7 @@ worker of 8 threads (the deployed stack's web process), so eight clients that ea
 while trickling a body would be enough to stop it; then through deploy/nginx/acme.conf on
 loopback ports, when nginx is installed."""
 
-import os
-import pwd
 import select
-import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -17,9 +13,9 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from app.config import PROJECT_ROOT
 from app.errors import ErrorSchema
-from tests.support.processes import free_port, wait_for, wait_or_kill
+from tests.support.nginx import needs_nginx, nginx_command, render_site, running_nginx
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -31,32 +27,6 @@ HEALTHZ_BOUND_SECONDS = 2
 TEN_KB = "a" * 10_000
 WRONG_LOGIN = b'{"email": "nobody@example.com", "password": "wrong password"}'
 UNAUTHORIZED = b"HTTP/1.1 401 UNAUTHORIZED"
-NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
-OPENSSL = shutil.which("openssl")
-NGINX_BOOT_SECONDS = 15
-NGINX_STOP_SECONDS = 10
-# nginx.conf around deploy/nginx/acme.conf: in the foreground, every file in the test's
-# directory, as the user running the tests (a worker as `nobody` could not read them).
-NGINX_MAIN_CONFIG = """
-daemon off;
-user {user};
-worker_processes 1;
-pid {directory}/nginx.pid;
-error_log {directory}/error.log;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {directory}/body;
-    proxy_temp_path {directory}/proxy;
-    fastcgi_temp_path {directory}/fastcgi;
-    uwsgi_temp_path {directory}/uwsgi;
-    scgi_temp_path {directory}/scgi;
-    include {directory}/acme.conf;
-}}
-"""
-needs_nginx = pytest.mark.skipif(
-    not (NGINX and OPENSSL), reason="nginx and openssl are not installed"
-)
 
 
 def _address(deployed) -> tuple[str, int]:
@@ -159,13 +129,13 @@ def test_a_client_expecting_100_continue_gets_it_before_sending_the_body(deploye
         assert _status_line(sock) == UNAUTHORIZED
 
 
-def _nginx_config(directory: Path, https_port: int, http_port: int, upstream_port: int) -> Path:
-    """deploy/nginx/acme.conf on loopback ports in front of `upstream_port`, with a
-    self-signed certificate; everything else as shipped."""
+def _nginx_config(directory: Path, https_port: int, upstream_port: int) -> Path:
+    """deploy/nginx/acme.conf in front of `upstream_port` with a self-signed certificate, the
+    one its clients trust."""
     certificate, key = directory / "certificate.pem", directory / "key.pem"
     subprocess.run(
         [
-            *(OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
             *("-keyout", str(key), "-out", str(certificate)),
             *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
         ],
@@ -173,35 +143,24 @@ def _nginx_config(directory: Path, https_port: int, http_port: int, upstream_por
         capture_output=True,
         timeout=60,
     )
-    site = PROJECT_ROOT.joinpath("deploy", "nginx", "acme.conf").read_text()
-    for shipped, here in {
-        "listen 443 ssl;": f"listen 127.0.0.1:{https_port} ssl;",
-        "listen [::]:443 ssl;": "",
-        "listen 80;": f"listen 127.0.0.1:{http_port};",
-        "listen [::]:80;": "",
-        "server 127.0.0.1:8000;": f"server 127.0.0.1:{upstream_port};",
-        "/etc/acme/tls/fullchain.pem": str(certificate),
-        "/etc/acme/tls/privkey.pem": str(key),
-    }.items():
-        assert site.count(shipped) == 1, f"{shipped!r} is no longer in acme.conf once"
-        site = site.replace(shipped, here)
-    directory.joinpath("acme.conf").write_text(site)
-    main = directory / "nginx.conf"
-    user = pwd.getpwuid(os.geteuid()).pw_name
-    main.write_text(NGINX_MAIN_CONFIG.format(user=user, directory=directory))
-    return main
+    return render_site(
+        directory,
+        https_port=https_port,
+        http_port=free_port(),
+        upstream_port=upstream_port,
+        certificate=certificate,
+        key=key,
+        # Any CA will do: tests/deployed/test_nginx_psp_mtls.py tests the PSP webhook's mutual TLS.
+        client_ca=certificate,
+    )
 
 
-def _nginx_command(config: Path, *arguments: str) -> list[str]:
-    return [NGINX, "-c", str(config), "-p", str(config.parent), "-e", "stderr", *arguments]
-
-
-@needs_nginx
+@needs_nginx("openssl")
 def test_the_nginx_config_is_valid(tmp_path):
-    config = _nginx_config(tmp_path, free_port(), free_port(), free_port())
+    config = _nginx_config(tmp_path, free_port(), free_port())
 
     checked = subprocess.run(
-        _nginx_command(config, "-t"), capture_output=True, text=True, timeout=30
+        nginx_command(config, "-t"), capture_output=True, text=True, timeout=30
     )
 
     assert checked.returncode == 0, checked.stderr
@@ -210,39 +169,14 @@ def test_the_nginx_config_is_valid(tmp_path):
 @pytest.fixture
 def nginx_in_front(deployed, tmp_path):
     """nginx with deploy/nginx/acme.conf in front of the deployed web: its https address and
-    the certificate to trust. Stopped at the end, whatever happened."""
+    the certificate to trust."""
     https_port = free_port()
-    config = _nginx_config(tmp_path, https_port, free_port(), urlsplit(deployed.base).port)
-    base, certificate = f"https://127.0.0.1:{https_port}", str(tmp_path / "certificate.pem")
-    with (tmp_path / "nginx.log").open("wb") as log:
-        process = subprocess.Popen(
-            _nginx_command(config),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_for(
-            lambda: process.poll() is not None or _answers(base + "/healthz", certificate),
-            NGINX_BOOT_SECONDS,
-            "nginx in front of the deployed web",
-        )
-        assert process.poll() is None, (tmp_path / "nginx.log").read_text()
-        yield base, certificate
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGQUIT)  # nginx's graceful stop
-        wait_or_kill(process, timeout=NGINX_STOP_SECONDS)
+    config = _nginx_config(tmp_path, https_port, urlsplit(deployed.base).port)
+    with running_nginx(config, https_port):
+        yield f"https://127.0.0.1:{https_port}", str(tmp_path / "certificate.pem")
 
 
-def _answers(url: str, certificate: str) -> bool:
-    try:
-        return requests.get(url, verify=certificate, timeout=2).status_code == 200
-    except requests.RequestException:
-        return False
-
-
-@needs_nginx
+@needs_nginx("openssl")
 def test_nginx_answers_its_own_limits_in_the_envelope(deployed, nginx_in_front):
     base, certificate = nginx_in_front
     web_log_before = len(deployed.log())

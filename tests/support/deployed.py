@@ -212,6 +212,8 @@ def deployed(database_url, tmp_path_factory) -> Iterator[DeployedStack]:
         "WEBHOOK_TIMEOUT_SECONDS": str(WEBHOOK_TIMEOUT_SECONDS),
         "WEBHOOK_ENDPOINT_CONCURRENCY": "1",
         "REFUND_POLL_SECONDS": "1",
+        # The live PSP's webhook answers only this secret (tests/deployed/test_nginx_psp_mtls.py).
+        "API_PIX_WEBHOOK_SECRET": secrets.token_urlsafe(32),
         # The fuzzer (test_fuzz.py) sends thousands of requests a minute and fails logins by
         # the hundred from loopback: limits that would lock every later test out.
         "API_RATE_LIMIT_PER_MINUTE": str(UNREACHABLE_RATE_LIMIT),
