@@ -55,6 +55,7 @@ from app.models.base import utcnow
 from app.pix import keys
 from app.providers import provider_named, require_pix_out, sends_pix_out
 from app.providers.base import PaymentProvider, ProviderError, ProviderRefused, RefundRequest
+from app.retries import backoff
 from app.services import (
     dispute_holds,
     fees,
@@ -371,7 +372,8 @@ def due_refunds(now: datetime | None = None, limit: int = 200) -> list[str]:
 
 def submit_backoff(attempts: int) -> timedelta:
     """How long a PENDING refund waits before the next submission, after `attempts` failed."""
-    return min(SUBMIT_GRACE * 2**attempts, MAX_SUBMIT_BACKOFF)
+    # Unjittered: `_due_for_submission` turns these waits into fixed SQL thresholds.
+    return backoff(attempts, SUBMIT_GRACE, MAX_SUBMIT_BACKOFF, jitter=0)
 
 
 def _due_for_submission(now: datetime) -> sa.ColumnElement[bool]:

@@ -17,7 +17,6 @@
 import contextlib
 import functools
 import ipaddress
-import random
 import secrets
 import socket
 import threading
@@ -25,8 +24,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import datetime, timedelta
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import requests
@@ -52,6 +50,7 @@ from app.models import (
     WebhookEndpoint,
 )
 from app.models.base import utcnow
+from app.retries import jittered, retry_after
 from app.services import accounts, event_catalog, mail, secrets_box
 from app.services.allowances import ALLOWED, Allowance, refused
 from app.services.state_machine import StateMachine
@@ -419,7 +418,11 @@ def send(outgoing: Outgoing) -> Attempt:
         status_code=answer.status_code,
         body=body,
         error=None,
-        retry_after=_retry_after(answer) if answer.status_code == 429 else None,
+        retry_after=(
+            retry_after(answer.headers.get("Retry-After"), MAX_RETRY_AFTER, utcnow())
+            if answer.status_code == 429
+            else None
+        ),
     )
 
 
@@ -668,7 +671,7 @@ def _dead_letter(delivery: WebhookDelivery) -> None:
 def retry_delay(attempts_made: int) -> timedelta:
     """Exponential backoff with ±10 % jitter, so endpoints coming back are not stampeded."""
     base = RETRY_DELAYS[min(attempts_made, len(RETRY_DELAYS)) - 1]
-    return timedelta(seconds=base * random.uniform(1 - JITTER, 1 + JITTER))  # noqa: S311
+    return jittered(timedelta(seconds=base), JITTER)
 
 
 def due_deliveries(now: datetime | None = None, limit: int = 500) -> list[str]:
@@ -990,19 +993,6 @@ def resolve(host: str) -> list[str]:
 
 def _private_allowed(mode: KeyMode) -> bool:
     return mode is KeyMode.TEST and current_app.config["WEBHOOK_ALLOW_PRIVATE_TEST_URLS"]
-
-
-def _retry_after(answer: requests.Response) -> timedelta | None:
-    value = answer.headers.get("Retry-After", "").strip()
-    if value.isdigit():
-        return min(timedelta(seconds=int(value)), MAX_RETRY_AFTER)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:  # "-0000" means UTC with no zone information
-        when = when.replace(tzinfo=UTC)
-    return min(max(when - utcnow(), timedelta(0)), MAX_RETRY_AFTER)
 
 
 def _http_error(status_code: int | None) -> str | None:
