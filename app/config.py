@@ -17,6 +17,7 @@ from dotenv import load_dotenv
 
 from app.pix import locations
 from app.providers.api_pix.client import ApiPixSettings
+from app.providers.api_pix.mapping import payer_document_path
 from app.services import secrets_box
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -174,6 +175,10 @@ def load_settings() -> dict:
         "API_PIX_KEY_PATH": os.environ.get("API_PIX_KEY_PATH", ""),
         "API_PIX_CA_PATH": os.environ.get("API_PIX_CA_PATH", ""),
         "API_PIX_TIMEOUT_SECONDS": os.environ.get("API_PIX_TIMEOUT_SECONDS", ""),
+        "API_PIX_MAX_RETRIES": os.environ.get("API_PIX_MAX_RETRIES", ""),
+        "API_PIX_MAX_RETRY_WAIT_SECONDS": os.environ.get("API_PIX_MAX_RETRY_WAIT_SECONDS", ""),
+        # Where the PSP puts the payer's document in a received Pix, or "none" (the standard).
+        "API_PIX_PAYER_DOCUMENT_PATH": os.environ.get("API_PIX_PAYER_DOCUMENT_PATH", "none"),
         "API_PIX_WEBHOOK_SECRET": os.environ.get("API_PIX_WEBHOOK_SECRET", ""),
         "API_PIX_RECONCILE_SECONDS": _env_int("API_PIX_RECONCILE_SECONDS", 300),
         "SESSION_COOKIE_HTTPONLY": True,
@@ -283,6 +288,7 @@ def validate_api_pix(config: dict) -> None:
         return
     try:
         settings = ApiPixSettings.from_config(config)
+        payer_document_path(config.get("API_PIX_PAYER_DOCUMENT_PATH"))
     except ValueError as error:
         raise RuntimeError(f"{error} (needed because API_PIX_BASE_URL is set).") from error
     files = {

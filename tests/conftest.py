@@ -15,7 +15,10 @@ from app import create_app
 from app.embedded_redis import EmbeddedRedis
 from app.extensions import csrf, get_redis
 from tests.support import factories, probe
-from tests.support.deployed import deployed  # noqa: F401 (for tests/deployed and tests/browser)
+from tests.support.deployed import (  # noqa: F401 (for tests/deployed and tests/browser)
+    deployed,
+    deployed_psp,
+)
 from tests.support.http import bearer, login
 from tests.support.receiver import receiving
 from tests.support.rows import empty_tables

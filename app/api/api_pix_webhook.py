@@ -5,18 +5,21 @@ Our webhookUrl, registered at the PSP with `PUT /webhook/{chave}`, is
 `/v1/api-pix/webhook/<secret>/pix` with `{"pix": [...]}` for each Pix paid with a txid and
 again when a devolução ends (`DEVOLVIDO`, `NAO_REALIZADO`).
 
-Authentication: the standard requires mutual TLS on this call; it is terminated in front of
-the service (the load balancer or proxy verifies the PSP's client certificate against the
-PSP's CA and refuses any other caller), so no certificate reaches Flask. Behind it, the path
-secret is compared in constant time; an empty setting or a wrong secret answers the same
-404 as an unknown route. The request log shows the secret's segment as `***` (`app.logs`);
-outside development it must have at least 32 characters (`config.validate_api_pix`). No
-API key, no cookie, so no CSRF token either.
+Authentication, in depth: the standard requires mutual TLS on this call; it is terminated in
+front of the service (deploy/nginx/acme.conf verifies the PSP's client certificate against
+the PSP's CA on this path), so no certificate reaches Flask. Behind it, the path secret is
+compared in constant time; an empty setting or a wrong secret answers the same 404 as an
+unknown route. The request log shows the secret's segment as `***` (`app.logs`); outside
+development it must have at least 32 characters (`config.validate_api_pix`). And the body is
+never believed: every Pix it names is confirmed with the PSP before anything is credited
+(`api_pix_inbound.apply_webhook`), so a forged call that passed both credits nothing. No API
+key, no cookie, so no CSRF token either.
 
 The answer is 200 `{}` once everything the call reports is applied and committed (one
-database transaction per call), including for Pix that match no charge of ours, so the PSP
-stops retrying them. A body that is not the standard's shape is 400; a PSP outage met while
-returning a Pix is 503, so the PSP delivers the call again (every step is idempotent).
+database transaction per call), including for Pix that match no charge of ours or that the
+PSP does not confirm (both are back-office notices), so the PSP stops retrying them. A body
+that is not the standard's shape is 400; a PSP outage met while confirming or returning a Pix
+is 503, so the PSP delivers the call again (every step is idempotent).
 """
 
 import hmac
@@ -24,9 +27,8 @@ import hmac
 from flask import current_app, request
 from flask.views import MethodView
 
-from app.errors import InvalidRequest, NotFound, ServiceUnavailable
+from app.errors import NotFound, ServiceUnavailable
 from app.extensions import Blueprint, db
-from app.providers.api_pix.mapping import parse_webhook
 from app.providers.base import ProviderError
 from app.services import api_pix_inbound
 
@@ -48,11 +50,7 @@ class ApiPixWebhook(MethodView):
         if not _is_our_secret(secret):
             raise NotFound("No such route or resource.")
         try:
-            entries = parse_webhook(request.get_json(force=True, silent=True))
-        except ValueError as error:
-            raise InvalidRequest(f"Not an API Pix webhook body: {error}") from error
-        try:
-            api_pix_inbound.apply_received(entries)
+            api_pix_inbound.apply_webhook(request.get_json(force=True, silent=True))
         except ProviderError as error:
             raise ServiceUnavailable(
                 "The PSP could not be reached while applying this call; deliver it again.",

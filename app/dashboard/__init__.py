@@ -26,6 +26,7 @@ MODE_PAGES = frozenset(endpoint for endpoint, _ in NAV_ITEMS) - {"dashboard.api_
 STAFF_NAV_ITEMS = (
     ("dashboard.back_office", "Back-office"),
     ("dashboard.dispute_operations", "Dispute desk"),
+    ("dashboard.psp_notices_page", "Live PSP"),
 )
 
 
@@ -60,6 +61,7 @@ def register_dashboard(app: Flask) -> None:
         overview,
         payments,
         payouts,
+        psp_notices,
         wallets,
         webhooks,
     )

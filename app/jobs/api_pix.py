@@ -5,12 +5,19 @@ PSP removed on its own (`REMOVIDA_PELO_PSP`, which no webhook reports) by listin
 (`GET /cob?status=REMOVIDA_PELO_PSP`).
 
 The window runs from a mark kept in Redis, less an overlap for Pix booked late at the PSP, to
-now; the client asks for it in spans the PSP accepts, a page at a time. Each Pix is applied
-by the webhook's own function in its own transaction, so it is idempotent with the webhook
-and one failure does not hold up the others. The mark then moves to now, or to the oldest Pix
-that failed (so it is listed again next time, and the later ones with it) but never further
-back than RETRY_HORIZON: a Pix still failing after that is logged as an error for operations
-and no longer holds the window open.
+now; the client asks for it in spans the PSP accepts, a page at a time. Each Pix, with a txid
+or not (one that belongs to no charge of ours is the service's to record), is applied by the
+webhook's own function in its own transaction, so it is idempotent with the webhook and one
+failure does not hold up the others. The mark then moves to the window's end, or to the
+oldest Pix that failed (so it is listed again next time, and the later ones with it) but
+never further back than RETRY_HORIZON: a Pix still failing after that is logged as an error
+for operations and no longer holds the window open.
+
+After every page but the last, a checkpoint is saved in Redis (`Checkpoint`: the window, the
+next page's position, the oldest Pix failed so far). A page the PSP does not give (an outage,
+or throttling whose Retry-After is longer than the client waits) ends the run there, logged
+with that Retry-After, which the next run respects; the next run resumes the same window at
+that page instead of listing it all again, then moves the mark as above and starts afresh.
 
 When the mark is lost (first run, Redis emptied or replaced) the window is the last 24 hours
 (FIRST_WINDOW): a Pix received earlier whose webhook never came is not caught by this job.
@@ -27,93 +34,180 @@ the end-to-end id, amount and payer that `pix_payments.receive` checks; a cob's 
 none of them.
 """
 
+import json
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from redis import Redis
+
 from app.extensions import db, get_redis
-from app.models import TransactionStatus
 from app.models.base import utcnow
 from app.providers import api_pix_client, live_pix_configured
-from app.providers.api_pix.mapping import COB_STATUS, REMOVED_BY_PSP, PixEntry, parse_pix
-from app.services import api_pix_inbound, charges, payments, transactions
+from app.providers.api_pix.client import ApiPixUnavailable, ListingPosition
+from app.providers.api_pix.mapping import REMOVED_BY_PSP, PixEntry
+from app.services import api_pix_inbound, charges
 
 log = logging.getLogger(__name__)
 
 RECONCILED_UNTIL_KEY = "acme_api_pix_reconciled_until"
+CHECKPOINT_KEY = "acme_api_pix_reconcile_checkpoint"
 OVERLAP = timedelta(minutes=10)
 FIRST_WINDOW = timedelta(hours=24)
 RETRY_HORIZON = timedelta(hours=24)
 COB_WINDOW = timedelta(seconds=charges.MAX_EXPIRES_IN) + OVERLAP
 
 
+@dataclass
+class Checkpoint:
+    """How far the listing of the window `since`..`until` got: `following` is the next page
+    (None: the first), `oldest_failed` the time of the oldest Pix not applied so far, and
+    `not_before` when the PSP asked us to come back (its Retry-After)."""
+
+    since: datetime
+    until: datetime
+    following: ListingPosition | None = None
+    oldest_failed: datetime | None = None
+    not_before: datetime | None = None
+
+    def dumps(self) -> str:
+        following = self.following
+        return json.dumps(
+            {
+                "since": self.since.isoformat(),
+                "until": self.until.isoformat(),
+                "following": None
+                if following is None
+                else [following.span_start.isoformat(), following.page],
+                "oldest_failed": _iso(self.oldest_failed),
+                "not_before": _iso(self.not_before),
+            }
+        )
+
+    @classmethod
+    def loads(cls, raw: bytes) -> "Checkpoint":
+        saved = json.loads(raw)
+        following = saved["following"]
+        return cls(
+            since=datetime.fromisoformat(saved["since"]),
+            until=datetime.fromisoformat(saved["until"]),
+            following=None
+            if following is None
+            else ListingPosition(datetime.fromisoformat(following[0]), int(following[1])),
+            oldest_failed=_moment(saved["oldest_failed"]),
+            not_before=_moment(saved["not_before"]),
+        )
+
+
 def reconcile_received_pix() -> int | None:
-    """Apply every Pix with a txid the PSP received in the window, then the cobs it removed;
-    returns how many Pix it listed, or None when no live provider is configured."""
+    """Apply every Pix the PSP received in the window, then the cobs it removed; returns how
+    many Pix it listed, or None when no live provider is configured."""
     if not live_pix_configured():
         return None
     redis = get_redis()
-    until = utcnow()
-    since = _window_start(redis.get(RECONCILED_UNTIL_KEY), until)
+    now = utcnow()
+    checkpoint = _saved_checkpoint(redis.get(CHECKPOINT_KEY)) or Checkpoint(
+        since=_window_start(redis.get(RECONCILED_UNTIL_KEY), now), until=now
+    )
+    if checkpoint.not_before is not None and now < checkpoint.not_before:
+        log.info(
+            "reconciliation waits for the PSP's Retry-After",
+            extra={"not_before": checkpoint.not_before.isoformat()},
+        )
+        return 0
     listed = 0
+    pages = api_pix_client().iter_pix_pages(
+        checkpoint.since, checkpoint.until, resume=checkpoint.following
+    )
+    try:
+        for items, following in pages:
+            listed += len(items)
+            _apply_page(items, checkpoint)
+            if following is not None:
+                checkpoint.following = following
+                redis.set(CHECKPOINT_KEY, checkpoint.dumps())
+    except ApiPixUnavailable as error:
+        _stop_at_checkpoint(redis, checkpoint, error, now)
+        return listed
+    redis.set(RECONCILED_UNTIL_KEY, _next_mark(checkpoint).isoformat())
+    redis.delete(CHECKPOINT_KEY)
+    _cancel_removed_cobs(checkpoint.until)
+    return listed
+
+
+def _saved_checkpoint(raw: bytes | None) -> Checkpoint | None:
+    """The checkpoint of an unfinished run; one this release cannot read is dropped (the
+    window is then listed again from the mark, which applying makes harmless)."""
+    if raw is None:
+        return None
+    try:
+        return Checkpoint.loads(raw)
+    except (ValueError, KeyError, TypeError, IndexError):
+        log.warning("unreadable reconciliation checkpoint; the window is listed from the mark")
+        return None
+
+
+def _apply_page(items: list[dict], checkpoint: Checkpoint) -> None:
+    """Each listed Pix applied in its own transaction (see the module's doc); the oldest that
+    failed is kept in the checkpoint."""
     failed: list[PixEntry] = []
-    for item in api_pix_client().iter_pix(since, until):
-        listed += 1
+    for item in items:
+        entry = None
         try:
-            entry = parse_pix(item)
-        except ValueError as error:  # it will not parse next time either
-            log.error("the PSP listed a Pix we cannot read; skipped", extra={"error": str(error)})
-            continue
-        if entry.txid is None:
-            continue  # not paid through a charge (a static code or a plain key)
-        try:
-            api_pix_inbound.apply_received([entry])
+            entry = api_pix_inbound.read_listed(item)  # None: unreadable, a notice already
+            if entry is not None:
+                api_pix_inbound.apply_received([entry])
             db.session.commit()
         except Exception:
             db.session.rollback()
-            failed.append(entry)
             log.exception(
                 "received Pix not applied; retried next run",
-                extra={"end_to_end_id": entry.end_to_end_id},
+                extra={"end_to_end_id": None if entry is None else entry.end_to_end_id},
             )
-    redis.set(RECONCILED_UNTIL_KEY, _next_mark(failed, until).isoformat())
-    _cancel_removed_cobs(until)
-    return listed
+            if entry is not None:
+                failed.append(entry)
+    _log_given_up(failed, checkpoint.until)
+    failed_at = [entry.received_at for entry in failed]
+    if checkpoint.oldest_failed is not None:
+        failed_at.append(checkpoint.oldest_failed)
+    checkpoint.oldest_failed = min(failed_at, default=None)
+
+
+def _stop_at_checkpoint(
+    redis: Redis, checkpoint: Checkpoint, error: ApiPixUnavailable, now: datetime
+) -> None:
+    """The PSP did not give the next page: keep the checkpoint (with its Retry-After) for the
+    next run to resume from."""
+    wait = error.retry_after
+    checkpoint.not_before = None if wait is None else now + wait
+    redis.set(CHECKPOINT_KEY, checkpoint.dumps())
+    following = checkpoint.following
+    log.warning(
+        "reconciliation stopped: the PSP did not give a page; the next run resumes there",
+        extra={
+            "code": error.code,
+            "status": error.status,
+            "correlation_id": error.correlation_id,
+            "retry_after_seconds": None if wait is None else wait.total_seconds(),
+            "since": checkpoint.since.isoformat(),
+            "until": checkpoint.until.isoformat(),
+            "span_start": None if following is None else following.span_start.isoformat(),
+            "page": None if following is None else following.page,
+        },
+    )
 
 
 def _cancel_removed_cobs(until: datetime) -> None:
     """Each cob the PSP removed, applied in its own transaction (see the module's doc)."""
     for cob in api_pix_client().iter_cobs(until - COB_WINDOW, until, status=REMOVED_BY_PSP):
-        txid = cob.get("txid")
-        if COB_STATUS.get(cob.get("status")) is not TransactionStatus.CANCELLED:
-            log.warning(
-                "the PSP listed a cob not removed when asked for removed ones; ignored",
-                extra={"txid": txid, "cob_status": cob.get("status")},
-            )
-            continue
         try:
-            _cancel_charge_of_removed_cob(txid)
+            api_pix_inbound.apply_removed_cob(cob)
             db.session.commit()
         except Exception:
             db.session.rollback()
-            log.exception("removed cob not applied; retried next run", extra={"txid": txid})
-
-
-def _cancel_charge_of_removed_cob(txid: object) -> None:
-    charge_id = api_pix_inbound.live_charge_id(txid) if isinstance(txid, str) else None
-    if charge_id is None:
-        log.warning("the PSP removed a cob that matches no live charge", extra={"txid": txid})
-        return
-    charge = charges.expire_if_due(transactions.lock(charge_id))
-    if charge.status not in transactions.AWAITING_PAYMENT:
-        log.info(
-            "the PSP removed the cob of a charge no longer awaiting payment; left alone",
-            extra={"charge_id": charge.id, "status": str(charge.status)},
-        )
-        return
-    payments.mark_cancelled(charge, f"The PSP removed the charge's Pix code ({REMOVED_BY_PSP}).")
-    log.warning(
-        "the PSP removed a pending charge's cob; charge cancelled", extra={"charge_id": charge.id}
-    )
+            log.exception(
+                "removed cob not applied; retried next run", extra={"txid": cob.get("txid")}
+            )
 
 
 def _window_start(mark: bytes | None, until: datetime) -> datetime:
@@ -122,16 +216,29 @@ def _window_start(mark: bytes | None, until: datetime) -> datetime:
     return min(datetime.fromisoformat(mark.decode()) - OVERLAP, until)
 
 
-def _next_mark(failed: list[PixEntry], until: datetime) -> datetime:
-    """Now, or the oldest failed Pix's time (the window starts an overlap before it), but no
-    further back than RETRY_HORIZON."""
-    horizon = until - RETRY_HORIZON
-    given_up = [entry.end_to_end_id for entry in failed if entry.received_at < horizon]
+def _log_given_up(failed: list[PixEntry], until: datetime) -> None:
+    given_up = [
+        entry.end_to_end_id for entry in failed if entry.received_at < until - RETRY_HORIZON
+    ]
     if given_up:
         log.error(
             "received Pix failing for longer than the retry horizon; reconciliation no longer "
             "retries them, operations must apply them",
             extra={"end_to_end_ids": given_up},
         )
-    oldest = min((entry.received_at for entry in failed), default=until)
-    return min(max(oldest, horizon), until)
+
+
+def _next_mark(checkpoint: Checkpoint) -> datetime:
+    """The window's end, or the oldest failed Pix's time (the window starts an overlap before
+    it), but no further back than RETRY_HORIZON."""
+    until = checkpoint.until
+    oldest = checkpoint.oldest_failed or until
+    return min(max(oldest, until - RETRY_HORIZON), until)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _moment(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)

@@ -23,6 +23,7 @@ from app.models.ledger import (
     Wallet,
     WalletType,
 )
+from app.models.psp_notice import PspNotice, PspNoticeKind
 from app.models.refund import (
     FINAL_REFUND_STATUSES,
     PendingReason,
@@ -72,6 +73,8 @@ __all__ = [
     "MoneyOutcome",
     "Origin",
     "PendingReason",
+    "PspNotice",
+    "PspNoticeKind",
     "ReceivedPix",
     "ReceivedPixOutcome",
     "Refund",

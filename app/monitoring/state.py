@@ -22,6 +22,7 @@ from app.extensions import QUEUE_NAMES, db, get_redis
 from app.models import DeliveryStatus, Event, KeyMode, WebhookDelivery
 from app.models.base import utcnow
 from app.monitoring.jobs import job_families
+from app.services import psp_notices
 
 log = logging.getLogger(__name__)
 QUEUE_STATES = ("queued", "started", "scheduled", "deferred", "failed")
@@ -85,7 +86,8 @@ def redis_families() -> list[Metric]:
 
 
 def database_families() -> list[Metric]:
-    """Webhook deliveries per mode and status, the oldest overdue delivery, and the outbox."""
+    """Webhook deliveries per mode and status, the oldest overdue delivery, the outbox, and
+    the live PSP's open notices."""
     try:
         return _database_families(utcnow())
     except SQLAlchemyError:
@@ -131,7 +133,14 @@ def _database_families(now: datetime) -> list[Metric]:
         "Age of the oldest event not yet relayed (0 when none).",
     )
     age.add_metric([], _seconds_since(oldest_event, now))
-    return [deliveries, overdue, backlog, age]
+    notices = GaugeMetricFamily(
+        "acme_psp_notices_open",
+        "Unresolved back-office notices about what the live PSP reported, by kind.",
+        labels=["kind"],
+    )
+    for kind, count in psp_notices.open_counts().items():
+        notices.add_metric([kind.value], count)
+    return [deliveries, overdue, backlog, age, notices]
 
 
 def _registries(queue: Queue):

@@ -11,6 +11,7 @@ from flask import current_app
 from app.errors import Unprocessable
 from app.models import KeyMode
 from app.providers.api_pix.client import ApiPixClient, ApiPixSettings
+from app.providers.api_pix.mapping import payer_document_path
 from app.providers.api_pix.provider import ApiPixProvider
 from app.providers.base import PaymentProvider
 from app.providers.sandbox import SandboxProvider
@@ -24,7 +25,7 @@ def provider_for(mode: KeyMode) -> PaymentProvider:
     if mode is KeyMode.TEST:
         return SandboxProvider(current_app.config["PUBLIC_BASE_URL"])
     if live_pix_configured():
-        return ApiPixProvider(api_pix_client())
+        return ApiPixProvider(api_pix_client(), api_pix_payer_path())
     raise Unprocessable(
         "No provider serves Pix in live mode for this account yet; use a test key (ak_test_) "
         "to try the sandbox.",
@@ -74,3 +75,9 @@ def api_pix_client() -> ApiPixClient:
     if client is None or client.settings != settings:
         client = current_app.extensions[API_PIX_EXTENSION] = ApiPixClient(settings)
     return client
+
+
+def api_pix_payer_path() -> tuple[str, ...] | None:
+    """Where the configured PSP puts the payer's document in a received Pix
+    (`API_PIX_PAYER_DOCUMENT_PATH`), None when it reports none."""
+    return payer_document_path(current_app.config.get("API_PIX_PAYER_DOCUMENT_PATH"))

@@ -38,6 +38,7 @@ class PixChargeRequest:
     merchant_city: str
     payer_name: str | None = None
     payer_document: str | None = None
+    description: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class PixReturn:
     """A Pix return (devolução) sent back by the original end-to-end id."""
 
     return_id: str | None  # the rtrId; a return still being processed may have none yet
-    status: str
+    status: str  # a RefundStatus value, as RefundState's
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,9 @@ class PayoutSent:
 class PaymentProvider(ABC):
     name: str
     refundable_methods: frozenset[str]
+    # Whether a received Pix names its payer's document, so `expected_payer_tax_id` can be
+    # checked; a charge that needs it is refused at creation where it cannot.
+    reports_payer_document: bool = True
 
     @abstractmethod
     def supports(self, method: str, currency: str, amount: int) -> bool:

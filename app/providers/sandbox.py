@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from app.extensions import db
 from app.formats.locations import cob_status
 from app.methods import boleto, multibanco
-from app.models import Refund, Transaction
+from app.models import Refund, RefundStatus, Transaction
 from app.models.base import utcnow
 from app.pix import brcode, locations
 from app.pix.identifiers import new_return_id, new_txid
@@ -220,7 +220,9 @@ class SandboxProvider(PaymentProvider):
         return cob_status(charge.status)
 
     def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:
-        return PixReturn(return_id=new_return_id(SANDBOX_ISPB, utcnow()), status="DEVOLVIDO")
+        return PixReturn(
+            return_id=new_return_id(SANDBOX_ISPB, utcnow()), status=RefundStatus.REFUNDED.value
+        )
 
     def payout(self, request: PayoutRequest) -> PayoutSent:
         """Settles at once, with a reference derived from ours (a retry gets the same one);

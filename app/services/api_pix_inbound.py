@@ -1,9 +1,20 @@
 """What a live PSP reports about received Pix (its webhook, or `GET /pix` when reconciling),
-applied to our charges, refunds and dispute cases. One entry point, `apply_received`, serves
-both sources, so a Pix reported twice (webhook and reconciliation, or a re-delivery) is
-handled once: every step is idempotent.
+applied to our charges, refunds and dispute cases. One function applies what the PSP said,
+`apply_received`, for both sources, so a Pix reported twice (webhook and reconciliation, or a
+re-delivery) is handled once: every step is idempotent.
 
-For each Pix with a txid, under the charge's row lock:
+A webhook call is only a hint. Its path secret may leak and mutual TLS may be misconfigured,
+so nothing it says is believed: `apply_webhook` asks the PSP for each Pix it names
+(`GET /pix/{e2eid}`, over our own mutual TLS) and applies the PSP's answer, never the call's
+body. A Pix the PSP does not know is never applied: it is an `unconfirmed_pix` notice (an
+error in the log, an alert, the back office). One whose reported txid, amount or key differ
+from the PSP's record is the same notice, and the PSP's own record is applied. A confirmation
+is remembered for CONFIRMATION_TTL by the fingerprint of what was confirmed (amount, txid,
+key, payer, devoluções and their statuses), so a re-delivery of the same Pix, or one already
+listed by reconciliation, costs no second call; a call reporting anything new (a devolução
+settled) is confirmed again.
+
+For each Pix with a txid of one of our live charges, under the charge's row lock:
 - the Pix goes through `pix_payments.receive` (idempotent by end-to-end id), so the sandbox's
   settlement rules apply: exact amount → paid; payer lock; another amount refused; after
   expiry → returned;
@@ -19,48 +30,101 @@ For each Pix with a txid, under the charge's row lock:
   the held amount goes to the payer), with the devolução in the decision note.
   `EM_PROCESSAMENTO` or `NAO_REALIZADO` leaves the case open for operations.
 
-A Pix without a txid, or whose txid names no live charge, is logged and left alone.
+A devolução status or natureza this release does not know decides nothing (the mapping's
+tolerant reader) and becomes an `unknown_value` notice; the Pix and its other devoluções are
+applied. A Pix with no txid, or whose txid names no live charge (a static QR code, a key
+given by hand, another system's charge), is an `unmatched_pix` notice for the back office.
 """
 
+import hashlib
+import json
 import logging
 import uuid
 from collections.abc import Iterable
+from datetime import timedelta
 
 import sqlalchemy as sa
+from redis.exceptions import RedisError
 
-from app.errors import ApiError
-from app.extensions import db
+from app.errors import ApiError, InvalidRequest
+from app.extensions import db, get_redis
 from app.models import (
     FINAL_DISPUTE_STATUSES,
     FINAL_REFUND_STATUSES,
     DisputeCase,
     DisputeType,
     KeyMode,
+    PspNoticeKind,
     Refund,
     RefundStatus,
     Transaction,
+    TransactionStatus,
 )
+from app.providers import api_pix_client, api_pix_payer_path
+from app.providers.api_pix.client import ApiPixRefused
 from app.providers.api_pix.mapping import (
-    REFUND_STATUS,
+    COB_STATUS,
     Devolucao,
     PixEntry,
     devolucao_id_for,
+    parse_pix,
+    parse_webhook,
 )
-from app.services import disputes, pix_payments, refunds, transactions
+from app.services import (
+    charges,
+    disputes,
+    payments,
+    pix_payments,
+    psp_notices,
+    refunds,
+    transactions,
+)
 
 log = logging.getLogger(__name__)
 
 DISPUTE_SOURCE = "api_pix"
+CONFIRMED_KEY = "acme_api_pix_confirmed:"
+CONFIRMATION_TTL = timedelta(days=7)
+
+
+def apply_webhook(body: object) -> None:
+    """Apply the Pix a webhook call names, as the PSP confirms them; the caller commits.
+    InvalidRequest for a body that is not the standard's shape; ProviderError when the PSP
+    cannot be asked (the call should be delivered again)."""
+    try:
+        reported = parse_webhook(body, api_pix_payer_path())
+    except ValueError as error:
+        raise InvalidRequest(f"Not an API Pix webhook body: {error}") from error
+    for entry in reported:
+        confirmed = _confirmed(entry)
+        if confirmed is not None:
+            apply_received([confirmed])
+
+
+def read_listed(item: object) -> PixEntry | None:
+    """A Pix from the PSP's own listing (`GET /pix`); one we cannot read is a notice and
+    None, since it will not read better next time."""
+    try:
+        return parse_pix(item, api_pix_payer_path())
+    except ValueError as error:
+        _unreadable(item, str(error))
+        return None
 
 
 def apply_received(entries: Iterable[PixEntry]) -> None:
-    """Apply each reported Pix and its devoluções; the caller commits (one transaction)."""
+    """Apply Pix the PSP itself reported (its listing, or its answer confirming a webhook)
+    and their devoluções; the caller commits (one transaction)."""
     for entry in entries:
+        _remember_confirmed(entry)
+        _notice_unknown_values(entry)
         charge_id = live_charge_id(entry.txid)
         if charge_id is None:
-            log.warning(
-                "received Pix matches no live charge; acknowledged and ignored",
-                extra={"end_to_end_id": entry.end_to_end_id, "txid": entry.txid},
+            psp_notices.record(
+                PspNoticeKind.UNMATCHED_PIX,
+                entry.end_to_end_id,
+                f"Pix {entry.end_to_end_id} of {entry.amount} cents (txid {entry.txid or 'none'}) "
+                "belongs to no live charge of ours.",
+                entry.raw,
             )
             continue
         charge = transactions.lock(charge_id)  # serialises the webhook and reconciliation
@@ -88,6 +152,152 @@ def apply_received(entries: Iterable[PixEntry]) -> None:
                 )
 
 
+def apply_removed_cob(cob: dict) -> None:
+    """A cob the PSP listed as removed (`REMOVIDA_PELO_PSP`, which no webhook reports): its
+    charge, still awaiting payment, is cancelled as a merchant's cancel would (same events);
+    one past its expiry is expired instead; one paid, expired or cancelled is left alone. A
+    status this release does not know is a notice and decides nothing. The caller commits."""
+    txid, status = cob.get("txid"), cob.get("status")
+    if status not in COB_STATUS:
+        psp_notices.record(
+            PspNoticeKind.UNKNOWN_VALUE,
+            f"cob.status={status}",
+            f"cob.status {status!r}, unknown to this release, first met on cob {txid}; "
+            "nothing was done to its charge.",
+            cob,
+        )
+        return
+    if COB_STATUS[status] is not TransactionStatus.CANCELLED:
+        log.warning(
+            "the PSP listed a cob not removed when asked for removed ones; ignored",
+            extra={"txid": txid, "cob_status": status},
+        )
+        return
+    charge_id = live_charge_id(txid) if isinstance(txid, str) else None
+    if charge_id is None:
+        log.warning("the PSP removed a cob that matches no live charge", extra={"txid": txid})
+        return
+    charge = charges.expire_if_due(transactions.lock(charge_id))
+    if charge.status not in transactions.AWAITING_PAYMENT:
+        log.info(
+            "the PSP removed the cob of a charge no longer awaiting payment; left alone",
+            extra={"charge_id": charge.id, "status": str(charge.status)},
+        )
+        return
+    payments.mark_cancelled(charge, f"The PSP removed the charge's Pix code ({status}).")
+    log.warning(
+        "the PSP removed a pending charge's cob; charge cancelled", extra={"charge_id": charge.id}
+    )
+
+
+def _confirmed(reported: PixEntry) -> PixEntry | None:
+    """The PSP's own record of a Pix a webhook reported, or None when it has none."""
+    if _cached_fingerprint(reported.end_to_end_id) == _fingerprint(reported):
+        return reported
+    try:
+        answer = api_pix_client().get_pix(reported.end_to_end_id)
+    except ApiPixRefused as refusal:
+        _unconfirmed(reported, f"the PSP has no such Pix ({refusal.status} {refusal.code})")
+        return None
+    confirmed = read_listed(answer)
+    if confirmed is None or confirmed.end_to_end_id != reported.end_to_end_id:
+        _unconfirmed(reported, "the PSP's answer is not a readable record of that Pix")
+        return None
+    differences = [
+        name
+        for name, ours, theirs in (
+            ("txid", reported.txid, confirmed.txid),
+            ("amount", reported.amount, confirmed.amount),
+            ("key", reported.key or confirmed.key, confirmed.key),
+        )
+        if ours != theirs
+    ]
+    if differences:
+        _unconfirmed(
+            reported,
+            f"its {', '.join(differences)} differ from the PSP's record, which is applied instead",
+        )
+    return confirmed
+
+
+def _unconfirmed(reported: PixEntry, why: str) -> None:
+    psp_notices.record(
+        PspNoticeKind.UNCONFIRMED_PIX,
+        reported.end_to_end_id,
+        f"A webhook call reported Pix {reported.end_to_end_id} of {reported.amount} cents "
+        f"(txid {reported.txid or 'none'}), not credited: {why}. A forged call means the "
+        "webhook's path secret leaked or mutual TLS is not enforced.",
+        reported.raw,
+    )
+
+
+def _unreadable(item: object, problem: str) -> None:
+    reported = item if isinstance(item, dict) else {"value": repr(item)[:1000]}
+    subject = reported.get("endToEndId") if isinstance(reported.get("endToEndId"), str) else None
+    psp_notices.record(
+        PspNoticeKind.UNREADABLE,
+        subject or hashlib.sha256(problem.encode()).hexdigest(),
+        f"The PSP reported a Pix we cannot read: {problem}",
+        reported,
+    )
+
+
+def _notice_unknown_values(entry: PixEntry) -> None:
+    for unknown in entry.unknown_values:
+        psp_notices.record(
+            PspNoticeKind.UNKNOWN_VALUE,
+            f"{unknown.field}={unknown.value}",
+            f"{unknown.field} {unknown.value!r}, unknown to this release, first met in Pix "
+            f"{entry.end_to_end_id} ({unknown.where}); what it would decide was left for "
+            "operations, the rest applied.",
+            entry.raw,
+        )
+    for problem in entry.unreadable:
+        psp_notices.record(
+            PspNoticeKind.UNREADABLE,
+            f"{entry.end_to_end_id} {problem}",
+            f"Part of Pix {entry.end_to_end_id} could not be read and was skipped: {problem}",
+            entry.raw,
+        )
+
+
+def _fingerprint(entry: PixEntry) -> str:
+    """What a confirmation vouches for: the fields anything is decided on."""
+    vouched = {
+        "e2eid": entry.end_to_end_id,
+        "txid": entry.txid,
+        "amount": entry.amount,
+        "key": entry.key,
+        "received_at": entry.received_at.isoformat(),
+        "payer": [entry.payer_document, entry.payer_name],
+        "devolucoes": sorted(
+            [d.id, d.status, d.natureza, d.amount, d.rtr_id, d.reason] for d in entry.devolucoes
+        ),
+    }
+    return hashlib.sha256(json.dumps(vouched, sort_keys=True).encode()).hexdigest()
+
+
+def _cached_fingerprint(end_to_end_id: str) -> str | None:
+    """A cache, never a source of truth: without Redis the PSP is simply asked again."""
+    try:
+        cached = get_redis().get(CONFIRMED_KEY + end_to_end_id)
+    except RedisError:
+        log.warning("confirmation cache unavailable; asking the PSP", exc_info=True)
+        return None
+    return cached.decode() if cached else None
+
+
+def _remember_confirmed(entry: PixEntry) -> None:
+    try:
+        get_redis().set(
+            CONFIRMED_KEY + entry.end_to_end_id,
+            _fingerprint(entry),
+            ex=int(CONFIRMATION_TTL.total_seconds()),
+        )
+    except RedisError:
+        log.warning("confirmation cache unavailable; not remembered", exc_info=True)
+
+
 def live_charge_id(txid: str | None) -> str | None:
     """The live charge whose cob has this txid: its id is the txid read back as a uuid
     (`mapping.txid_for`), so the lookup is by primary key, confirmed by the stored txid."""
@@ -112,8 +322,8 @@ def _refunds_of(charge: Transaction) -> list[Refund]:
 
 def _apply_refund_status(refund: Refund, devolucao: Devolucao) -> None:
     """Move one of our refunds to the reported status; a final status is never undone."""
-    reported = REFUND_STATUS[devolucao.status]
-    if refund.status in FINAL_REFUND_STATUSES or refund.status is reported:
+    reported = devolucao.state
+    if reported is None or refund.status in FINAL_REFUND_STATUSES or refund.status is reported:
         return
     if not refund.automatic:
         _settle_merchant_refund(refund, reported)
@@ -141,7 +351,7 @@ def _apply_med(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> No
     """Link a MED devolução to a dispute case and decide the case once the money has left;
     money that left with no case to book it against is an error for operations."""
     case = _case_for(charge, entry, devolucao)
-    if REFUND_STATUS[devolucao.status] is not RefundStatus.REFUNDED:
+    if devolucao.state is not RefundStatus.REFUNDED:
         return
     if case is not None and case.is_final:
         return

@@ -10,14 +10,20 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from app.errors import Conflict, InvalidRequest, ServiceUnavailable
+from app.errors import Conflict, InvalidRequest, ServiceUnavailable, Unprocessable
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.pix.brcode import MAX_AMOUNT_LENGTH
 from app.providers import provider_for
-from app.providers.base import PixCharge, PixChargeRequest, ProviderError, ProviderRefused
+from app.providers.base import (
+    PaymentProvider,
+    PixCharge,
+    PixChargeRequest,
+    ProviderError,
+    ProviderRefused,
+)
 from app.services import customers, fraud, transactions
 from app.services.allowances import ALLOWED, Allowance, refused
 from app.services.transactions import AWAITING_PAYMENT
@@ -87,6 +93,7 @@ def create_charge(
     """
     fields = _validated(new)
     provider = provider_for(mode)
+    _require_payer_check(provider, fields["expected_payer_tax_id"])
     account = db.session.get(Account, account_id)
     now = utcnow()
     fraud.check_velocity(account_id, mode, fields["payer_document"], now)
@@ -124,6 +131,19 @@ def create_charge(
     return charge
 
 
+def _require_payer_check(provider: PaymentProvider, payer_lock: str | None) -> None:
+    """A payer lock the provider cannot check would hold every payment for manual review:
+    refused now, while the merchant can still choose, rather than an order stuck later."""
+    if payer_lock and not provider.reports_payer_document:
+        raise Unprocessable(
+            "expected_payer_tax_id cannot be checked in this mode: the Pix provider does not "
+            "report the payer's document, so every payment would wait for manual review. "
+            "Create the charge without it.",
+            code="unprocessable_entity",
+            param="expected_payer_tax_id",
+        )
+
+
 def pix_request(transaction: Transaction, account: Account) -> PixChargeRequest:
     """What the provider needs to issue the transaction's Pix code."""
     return PixChargeRequest(
@@ -134,6 +154,7 @@ def pix_request(transaction: Transaction, account: Account) -> PixChargeRequest:
         merchant_city=account.city,
         payer_name=transaction.customer_name,
         payer_document=transaction.payer_document,
+        description=transaction.metadata_.get("description"),
     )
 
 

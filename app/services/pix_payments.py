@@ -9,7 +9,8 @@ button today, a live PSP's webhook later). It is idempotent by end-to-end id and
   mode the simulated bank refuses it; in live mode the money has reached the PSP, so it is
   returned automatically;
 - payer lock set and a different payer document → `refunded`, returned automatically;
-- payer lock set and no payer document reported → `processing`, held for manual review;
+- payer lock set and no payer document reported, or one that is not a whole valid CPF or
+  CNPJ (masked digits) → `processing`, held for manual review;
 - the charge expired (or otherwise not payable) → returned, never credited. A Pix whose
   `received_at` is before the charge's deadline was paid in time, however late we hear of
   it (a late webhook, reconciliation): it settles as above, even if the charge has expired.
@@ -42,9 +43,9 @@ from app.models import (
     TransactionStatus,
 )
 from app.models.base import utcnow
-from app.pix.documents import strip_formatting
+from app.pix.documents import strip_formatting, tax_id_kind
 from app.providers import provider_named
-from app.providers.api_pix.mapping import REFUND_STATUS, refund_reference
+from app.providers.api_pix.mapping import refund_reference
 from app.providers.base import ProviderRefused
 from app.services import audit, charges, refund_states, settlement, transactions
 from app.services.transactions import AWAITING_PAYMENT
@@ -214,7 +215,7 @@ def _outcome(charge: Transaction, pix: IncomingPix) -> ReceivedPixOutcome:
         return Outcome.REFUSED_AMOUNT
     if charge.expected_payer_tax_id is None:
         return Outcome.CREDITED
-    payer = _document(pix.payer_document)
+    payer = _proven_payer(pix.payer_document)
     if payer is None:
         return Outcome.HELD_FOR_REVIEW
     if payer != charge.expected_payer_tax_id:
@@ -230,6 +231,14 @@ def _paid_in_time(charge: Transaction, pix: IncomingPix) -> bool:
 
 def _document(document: str | None) -> str | None:
     return strip_formatting(document.strip()).upper() if document and document.strip() else None
+
+
+def _proven_payer(document: str | None) -> str | None:
+    """The payer's CPF or CNPJ, or None when none was reported or what was reported is not a
+    whole valid one (some PSPs mask digits): it then proves nothing about who paid, and a
+    payer-locked charge is held for review rather than returned on a guess."""
+    normalized = _document(document)
+    return normalized if normalized and tax_id_kind(normalized) else None
 
 
 def _credit(charge: Transaction, received: ReceivedPix) -> None:
@@ -284,7 +293,7 @@ def _return(charge: Transaction, received: ReceivedPix, reason: str) -> Refund:
     # The reference the refund job polls, as `ApiPixProvider.refund` builds it; sandbox
     # returns end at once.
     refund.provider_reference = refund_reference(received.end_to_end_id, refund.id)
-    settle_return(refund, REFUND_STATUS[sent.status], return_id=sent.return_id)
+    settle_return(refund, RefundStatus(sent.status), return_id=sent.return_id)
     return refund
 
 

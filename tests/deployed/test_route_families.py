@@ -10,7 +10,6 @@ import re
 import time
 
 import pytest
-import requests
 
 from app.pix import brcode
 from tests.deployed.conftest import PUBLIC_BASE_URL, REQUEST_SECONDS
@@ -112,19 +111,9 @@ def test_a_paid_charge_is_delivered_signed_to_the_registered_endpoint(deployed):
 
 
 def test_the_owner_signs_in_and_issues_a_key_on_the_dashboard(deployed):
-    browser = requests.Session()
-    login_page = browser.get(deployed.base + "/dashboard/login", timeout=REQUEST_SECONDS)
-    signed_in = browser.post(
-        deployed.base + "/dashboard/login",
-        data={
-            "email": deployed.seed["email"],
-            "password": deployed.seed["password"],
-            "csrf_token": csrf_token(login_page.text),
-        },
-        timeout=REQUEST_SECONDS,
-    )
-    assert signed_in.status_code == 200, signed_in.text
-    assert signed_in.url == deployed.base + "/dashboard/"  # the overview, signed in
+    browser = deployed.signed_in(deployed.seed["email"], deployed.seed["password"])
+    overview = browser.get(deployed.base + "/dashboard/", timeout=REQUEST_SECONDS)
+    assert overview.status_code == 200 and overview.url == deployed.base + "/dashboard/"
     keys_page = browser.get(deployed.base + "/dashboard/api-keys", timeout=REQUEST_SECONDS)
 
     issued = browser.post(

@@ -7,7 +7,7 @@ from app.models import KeyMode
 from app.providers import API_PIX_EXTENSION
 from app.providers.api_pix import ApiPixClient, ApiPixSettings
 from tests.support import factories, refunds
-from tests.support.fake_api_pix import start_fake_api_pix
+from tests.support.fake_api_pix import TlsFiles, start_fake_api_pix
 
 
 class FakeClock:
@@ -23,8 +23,17 @@ class FakeClock:
         self.now += seconds
 
 
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory) -> TlsFiles:
+    """One set of CAs and certificates for the session: making them per test is waste."""
+    return TlsFiles.make(tmp_path_factory.mktemp("api-pix-tls"))
+
+
 @pytest.fixture
 def psp():
+    """The fake PSP over plain HTTP (`test_api_pix_tls` overrides it with mutual TLS); its
+    teardown (`stop`) fails the test when a request or an answer broke the API Pix
+    standard, listing what did."""
     fake = start_fake_api_pix(timeout_delay=1.0)
     yield fake
     fake.stop()

@@ -152,18 +152,28 @@ def test_put_cob_after_a_timeout_reads_the_same_charge_back(psp, client):
     assert cob["location"] == psp.cobs[TXID]["location"]
 
 
-def test_the_same_txid_with_another_body_is_refused_with_the_problem(psp, client):
+def test_the_same_txid_with_another_body_revises_an_active_cob(psp, client):
     client.put_cob(TXID, body(1234))
+
+    revised = client.put_cob(TXID, body(9999))
+
+    assert revised["revisao"] == 1
+    assert revised["valor"] == {"original": "99.99"}
+
+
+def test_the_same_txid_with_another_body_is_refused_once_paid(psp, client):
+    client.put_cob(TXID, body(1234))
+    psp.pay(TXID)
 
     with pytest.raises(ApiPixRefused) as refused:
         client.put_cob(TXID, body(9999))
 
     error = refused.value
     assert isinstance(error, ProviderRefused)
-    assert error.status == 409
+    assert error.status == 400
     assert error.code == "CobOperacaoInvalida"
     assert error.problem["type"] == "https://pix.bcb.gov.br/api/v2/error/CobOperacaoInvalida"
-    assert error.problem["status"] == 409
+    assert error.problem["status"] == 400
     assert error.problem["title"] in error.message
     assert error.problem["detail"] in error.message
     assert psp.cobs[TXID]["valor"]["original"] == "12.34"

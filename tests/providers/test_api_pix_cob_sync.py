@@ -4,8 +4,12 @@
 import logging
 from datetime import datetime, timedelta
 
+import sqlalchemy as sa
+from werkzeug.wrappers import Request
+
+from app.extensions import db
 from app.jobs import api_pix as api_pix_jobs
-from app.models import TransactionStatus
+from app.models import PspNotice, PspNoticeKind, TransactionStatus
 from app.models.base import utcnow
 from app.providers.api_pix import client as client_module
 from app.providers.api_pix.mapping import COB_STATUS, REMOVED_BY_PSP
@@ -59,7 +63,7 @@ def test_a_paid_charge_whose_cob_the_psp_removed_is_left_alone(
     psp.pay(txid_of(charge))
     psp.remove_cob(txid_of(charge))  # a PSP's bookkeeping error, say
 
-    with caplog.at_level(logging.INFO, logger="app.jobs.api_pix"):
+    with caplog.at_level(logging.INFO, logger="app.services.api_pix_inbound"):
         run_reconciliation(app, redis)
 
     assert status(client, live, charge) == "paid"
@@ -97,14 +101,43 @@ def test_removed_cobs_are_read_page_by_page_over_the_longest_charge_life(
     assert end - start == timedelta(seconds=MAX_EXPIRES_IN) + api_pix_jobs.OVERLAP
 
 
+def ignoring_the_status_filter(psp) -> None:
+    """The fake PSP lists every cob when asked for removed ones, as a careless PSP might."""
+    unfiltered = psp._list_cobs
+
+    def listed(body, request):
+        args = {name: value for name, value in request.args.items() if name != "status"}
+        return unfiltered(body, Request.from_values(query_string=args))
+
+    psp._list_cobs = listed
+
+
 def test_a_cob_the_psp_lists_though_not_removed_is_ignored(app, client, live, psp, redis):
     charge = live_charge(app, client, live)
-    listed = {"cobs": [{"txid": txid_of(charge), "status": "ATIVA"}]}
-    psp._list_cobs = lambda body, request: (200, listed)  # a PSP ignoring the status filter
+    ignoring_the_status_filter(psp)
 
     run_reconciliation(app, redis)
 
     assert status(client, live, charge) == "pending"
+
+
+def test_a_cob_status_of_a_newer_release_is_a_notice_and_decides_nothing(
+    app, client, live, psp, redis
+):
+    charge = live_charge(app, client, live)
+    psp.allow_future_enum_value("REMOVIDA_PELO_SISTEMA")
+    psp.cobs[txid_of(charge)]["status"] = "REMOVIDA_PELO_SISTEMA"
+    ignoring_the_status_filter(psp)
+
+    run_reconciliation(app, redis)
+    run_reconciliation(app, redis)
+
+    assert status(client, live, charge) == "pending"
+    with app.app_context():
+        (notice,) = db.session.scalars(sa.select(PspNotice)).all()
+        assert notice.kind is PspNoticeKind.UNKNOWN_VALUE
+        assert notice.subject == "cob.status=REMOVIDA_PELO_SISTEMA"
+        assert notice.occurrences == 2
 
 
 def test_the_job_lists_no_cobs_without_a_live_provider(app, monkeypatch, psp, redis):

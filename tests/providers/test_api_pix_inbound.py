@@ -13,17 +13,20 @@ from app.jobs import api_pix as api_pix_jobs
 from app.models import (
     DisputeCase,
     KeyMode,
+    PspNotice,
+    PspNoticeKind,
     ReceivedPix,
     ReceivedPixOutcome,
     RefundStatus,
 )
 from app.models.base import utcnow
-from app.pix.identifiers import new_return_id
+from app.pix.identifiers import new_end_to_end_id, new_return_id
 from app.providers.api_pix.mapping import devolucao_id_for, txid_for, valor
 from app.services import disputes
 from tests.support import charges, factories
 from tests.support import refunds as refund_support
-from tests.support.fake_api_pix import PSP_ISPB
+from tests.support.charges import CPF
+from tests.support.fake_api_pix import PSP_ISPB, RECEIVER_KEY
 from tests.support.payouts import run_jobs
 
 SECRET = "s3cr3t-path-token-0123456789abcdef"
@@ -89,6 +92,13 @@ def received_rows(app, charge: dict) -> list[ReceivedPix]:
         return rows
 
 
+def notices(app, kind: PspNoticeKind) -> list[PspNotice]:
+    with app.app_context():
+        rows = db.session.scalars(sa.select(PspNotice).where(PspNotice.kind == kind)).all()
+        db.session.expunge_all()
+        return rows
+
+
 def run_reconciliation(app, redis):
     """One run of the `rq cron` job by a real RQ worker."""
     with app.app_context():
@@ -134,17 +144,25 @@ def test_one_call_may_carry_several_pix(app, client, live, psp):
     assert credited["available"] + credited["pending"] == AMOUNT + 990
 
 
-def test_a_pix_for_no_charge_of_ours_is_acknowledged(app, client, live, psp):
-    charge = live_charge(app, client, live)
-    pix = psp.pay(txid_of(charge))
-    body = psp.webhook_body(pix["endToEndId"])
-    body["pix"][0]["txid"] = txid_for("0b0e5f4e-8f0a-4c55-9a8e-3f1d2a6b7c8d")
-    body["pix"].append({**body["pix"][0], "txid": None, "endToEndId": pix["endToEndId"][:-1] + "Z"})
+def test_a_pix_for_no_charge_of_ours_is_acknowledged_and_kept_for_the_back_office(
+    app, client, live, psp
+):
+    static = psp.receive(990)  # a static QR code: no txid
+    foreign = psp.receive(1500, txid="pedido42")  # another system's charge: a short txid
 
-    delivered(client, body)
+    delivered(client, psp.webhook_body(static["endToEndId"], foreign["endToEndId"]))
+    delivered(client, psp.webhook_body(foreign["endToEndId"]))  # delivered again
 
-    assert status(client, live, charge) == "pending"
-    assert received_rows(app, charge) == []
+    unmatched = notices(app, PspNoticeKind.UNMATCHED_PIX)
+    assert {notice.subject for notice in unmatched} == {
+        static["endToEndId"],
+        foreign["endToEndId"],
+    }
+    by_subject = {notice.subject: notice for notice in unmatched}
+    assert by_subject[foreign["endToEndId"]].occurrences == 2
+    assert by_subject[foreign["endToEndId"]].reported["txid"] == "pedido42"
+    assert "990 cents" in by_subject[static["endToEndId"]].detail
+    assert balance(client, live)["pending"] == 0
 
 
 def test_a_test_mode_charge_is_never_paid_by_the_live_psp(app, client, live, psp):
@@ -157,6 +175,170 @@ def test_a_test_mode_charge_is_never_paid_by_the_live_psp(app, client, live, psp
     delivered(client, body)
 
     assert charges.get(client, sandbox_key, charge["id"]).get_json()["status"] == "pending"
+
+
+# Authenticity: a webhook names Pix, the PSP says what they are
+
+
+def forged_body(psp, charge: dict, amount: int = AMOUNT) -> dict:
+    """What an attacker holding the path secret would post: a well-formed Pix the PSP never
+    received, for a real pending charge, of its exact amount."""
+    return {
+        "pix": [
+            {
+                "endToEndId": new_end_to_end_id("87654321", utcnow()),
+                "txid": txid_of(charge),
+                "valor": valor(amount),
+                "chave": RECEIVER_KEY,
+                "horario": utcnow().isoformat().replace("+00:00", "Z"),
+                "pagador": {"cpf": CPF, "nome": "Ana Souza"},
+            }
+        ]
+    }
+
+
+def test_a_forged_webhook_never_credits(app, client, live, psp, caplog):
+    charge = live_charge(app, client, live)
+    body = forged_body(psp, charge)
+    forged_e2eid = body["pix"][0]["endToEndId"]
+
+    with caplog.at_level(logging.ERROR, logger="app.services.psp_notices"):
+        delivered(client, body)  # 200: the PSP has nothing to re-deliver
+        delivered(client, body)
+
+    assert status(client, live, charge) == "pending"
+    assert received_rows(app, charge) == []
+    assert balance(client, live)["pending"] == balance(client, live)["available"] == 0
+    assert charges.event_types(app, charge["id"]).count("charge.paid") == 0
+    assert len(psp.calls("GET", f"/pix/{forged_e2eid}")) == 2  # never cached
+    (notice,) = notices(app, PspNoticeKind.UNCONFIRMED_PIX)
+    assert notice.subject == forged_e2eid and notice.occurrences == 2
+    assert "the PSP has no such Pix" in notice.detail
+    (logged,) = [r for r in caplog.records if getattr(r, "kind", None) == "unconfirmed_pix"]
+    assert logged.levelno == logging.ERROR
+    refund_support.assert_ledger_clean(app)
+
+    pix = psp.pay(txid_of(charge))  # the real payment still pays the charge
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+    assert status(client, live, charge) == "paid"
+
+
+def test_a_tampered_webhook_is_flagged_and_only_the_psps_record_applies(app, client, live, psp):
+    cheap, dear = live_charge(app, client, live, amount=100), live_charge(app, client, live)
+    pix = psp.pay(txid_of(cheap))
+    body = psp.webhook_body(pix["endToEndId"])
+    body["pix"][0].update(txid=txid_of(dear), valor=valor(AMOUNT))  # "it paid the dear one"
+
+    delivered(client, body)
+
+    assert status(client, live, dear) == "pending"
+    assert status(client, live, cheap) == "paid"  # what the PSP really received
+    credited = balance(client, live)
+    assert credited["available"] + credited["pending"] == 100
+    (notice,) = notices(app, PspNoticeKind.UNCONFIRMED_PIX)
+    assert "txid, amount differ" in notice.detail
+
+
+def test_a_confirmation_is_remembered_for_redeliveries_and_reconciliation(
+    app, client, live, psp, redis
+):
+    charge = live_charge(app, client, live)
+    pix = psp.pay(txid_of(charge))
+    listed = psp.pay(txid_of(live_charge(app, client, live, amount=990)))
+
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+    run_reconciliation(app, redis)
+    delivered(client, psp.webhook_body(listed["endToEndId"]))  # listed before it came
+
+    assert len(psp.calls("GET", f"/pix/{pix['endToEndId']}")) == 1
+    assert psp.calls("GET", f"/pix/{listed['endToEndId']}") == []
+    assert status(client, live, charge) == "paid"
+
+
+def test_news_in_a_redelivery_is_confirmed_again(app, client, live, psp):
+    """A cached confirmation vouches for what was confirmed, not for a new devolução."""
+    charge = live_charge(app, client, live)
+    charges.update_row(app, charge["id"], pix_expires_at=utcnow() - timedelta(seconds=1))
+    pix = psp.pay(txid_of(charge))
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+    (refund,) = refund_support.refund_rows(app, charge["id"])
+    body = psp.webhook_body(pix["endToEndId"])
+    body["pix"][0]["devolucoes"][0]["status"] = "DEVOLVIDO"  # claimed, not yet true
+
+    delivered(client, body)
+
+    assert len(psp.calls("GET", f"/pix/{pix['endToEndId']}")) == 2
+    (refund,) = refund_support.refund_rows(app, charge["id"])
+    assert refund.status is RefundStatus.IN_PROGRESS  # the PSP's record says so
+    psp.settle_devolucao(pix["endToEndId"], devolucao_id_for(refund.id))
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+    (refund,) = refund_support.refund_rows(app, charge["id"])
+    assert refund.status is RefundStatus.REFUNDED
+
+
+def test_a_psp_outage_while_confirming_is_503_and_nothing_is_applied(app, client, live, psp):
+    charge = live_charge(app, client, live)
+    pix = psp.pay(txid_of(charge))
+    psp.fail_next(503)
+
+    response = post_webhook(client, psp.webhook_body(pix["endToEndId"]))
+
+    assert response.status_code == 503
+    assert response.get_json()["error"]["code"] == "provider_unavailable"
+    assert status(client, live, charge) == "pending"
+    delivered(client, psp.webhook_body(pix["endToEndId"]))
+    assert status(client, live, charge) == "paid"
+
+
+# A tolerant reader: a newer release's values never block a payment
+
+
+def test_an_unknown_devolucao_status_never_blocks_the_payment(app, client, live, psp):
+    charge = live_charge(app, client, live)
+    charges.update_row(app, charge["id"], pix_expires_at=utcnow() - timedelta(seconds=1))
+    returned = psp.pay(txid_of(charge))  # paid too late: returned by a devolução of ours
+    delivered(client, psp.webhook_body(returned["endToEndId"]))
+    (refund,) = refund_support.refund_rows(app, charge["id"])
+    other = live_charge(app, client, live)
+    paid = psp.pay(txid_of(other))
+    psp.allow_future_enum_value("DEVOLVIDO_PARCIALMENTE")
+    psp.set_devolucao_status(
+        returned["endToEndId"], devolucao_id_for(refund.id), "DEVOLVIDO_PARCIALMENTE"
+    )
+    med_devolucao(psp, paid["endToEndId"], "EM_PROCESSAMENTO", natureza="MED_NOVA")
+    psp.allow_future_enum_value("MED_NOVA")
+
+    delivered(client, psp.webhook_body(returned["endToEndId"], paid["endToEndId"]))
+    delivered(client, psp.webhook_body(returned["endToEndId"]))
+
+    assert status(client, live, other) == "paid"  # the rest of the Pix is applied
+    (refund,) = refund_support.refund_rows(app, charge["id"])
+    assert refund.status is RefundStatus.IN_PROGRESS  # nothing decided on a guess
+    unknown = {notice.subject: notice for notice in notices(app, PspNoticeKind.UNKNOWN_VALUE)}
+    assert set(unknown) == {
+        "devolucao.status=DEVOLVIDO_PARCIALMENTE",
+        "devolucao.natureza=MED_NOVA",
+    }
+    assert unknown["devolucao.status=DEVOLVIDO_PARCIALMENTE"].occurrences == 2
+    assert cases_of(app, other) == []
+
+
+def test_reconciliation_reads_a_newer_release_and_pix_of_no_charge(app, client, live, psp, redis):
+    charge = live_charge(app, client, live)
+    psp.allow_future_enum_value("DEVOLVIDO_PARCIALMENTE")
+    pix = psp.pay(txid_of(charge))
+    med_devolucao(psp, pix["endToEndId"], "DEVOLVIDO_PARCIALMENTE")
+    static = psp.receive(700)
+
+    run_reconciliation(app, redis)
+
+    assert status(client, live, charge) == "disputed"  # credited, then the MED case opened
+    assert [n.subject for n in notices(app, PspNoticeKind.UNMATCHED_PIX)] == [static["endToEndId"]]
+    (unknown,) = notices(app, PspNoticeKind.UNKNOWN_VALUE)
+    assert unknown.subject == "devolucao.status=DEVOLVIDO_PARCIALMENTE"
+    (case,) = cases_of(app, charge)
+    assert not case.is_final  # linked, never decided by a status we do not know
 
 
 # The sandbox's settlement rules, through the live PSP

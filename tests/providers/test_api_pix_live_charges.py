@@ -13,10 +13,10 @@ from app.extensions import db
 from app.jobs.payments import finalise_payment
 from app.models import Transaction
 from app.models.base import utcnow
-from app.providers.api_pix.mapping import REMOVED_BY_RECEIVER, parse_pix, txid_for
-from app.services import pix_payments
+from app.providers.api_pix.mapping import REMOVED_BY_RECEIVER, txid_for
+from app.services import api_pix_inbound, pix_payments
 from tests.support import factories, payments, refunds
-from tests.support.charges import CPF, create, created, raw, update_row
+from tests.support.charges import CPF, create, created, get, raw, update_row
 from tests.support.fake_api_pix import RECEIVER_KEY
 from tests.support.http import bearer, login
 from tests.support.payments import refund
@@ -36,8 +36,9 @@ def txid_of(charge: dict) -> str:
 
 def received_by_us(app, psp, charge: dict) -> dict:
     """The payer pays the cob at the PSP and the Pix reaches us as its webhook brings it."""
-    entry = parse_pix(psp.pay(txid_of(charge), payer=PAYER))
+    pix = psp.pay(txid_of(charge), payer=PAYER)
     with app.app_context():
+        entry = api_pix_inbound.read_listed(pix)
         pix_payments.receive(
             raw(charge["id"]),
             pix_payments.IncomingPix(
@@ -78,6 +79,7 @@ def test_a_live_charge_is_a_cob_at_the_psp(api, merchant, live):
         "valor": {"original": "123.45"},
         "chave": RECEIVER_KEY,
         "devedor": {"cpf": CPF, "nome": "Ana Souza"},
+        "solicitacaoPagador": "Pedido 42",
     }
     cob = live.cobs[txid]
     assert charge["status"] == "pending"
@@ -85,6 +87,53 @@ def test_a_live_charge_is_a_cob_at_the_psp(api, merchant, live):
     assert charge["pix"]["txid"] == txid
     assert charge["pix"]["qr_code_url"].endswith("/qr.png")
     assert api.get(charge["pix"]["qr_code_url"]).status_code == 200
+
+
+def test_a_long_description_reaches_the_payer_cut_on_a_word_boundary(api, merchant, live):
+    description = "Assinatura anual Loja Exemplo, " + "plano família com entrega grátis " * 12
+
+    charge = live_charge(api, merchant, description=description)
+
+    (put,) = live.calls("PUT", "/cob/")
+    shown = put.body["solicitacaoPagador"]
+    assert len(shown) <= 140 and description.startswith(shown)
+    assert description[len(shown)] == " "
+    assert charge["metadata"]["description"] == description  # ours is kept whole
+
+
+def test_a_payer_lock_the_psp_cannot_check_is_refused_at_creation(
+    api, merchant, live, app, monkeypatch
+):
+    """A PSP that sends only the standard's fields names no payer: such a charge would wait
+    for manual review for ever, so it is refused while the merchant can still choose."""
+    monkeypatch.setitem(app.config, "API_PIX_PAYER_DOCUMENT_PATH", "none")
+
+    response = create(
+        api,
+        merchant.api_key,
+        customer={"name": "Ana Souza", "document": CPF},
+        expected_payer_tax_id=CPF,
+    )
+
+    error = error_of(response, 422)
+    assert error["code"] == "unprocessable_entity"
+    assert error["param"] == "expected_payer_tax_id"
+    assert "does not report the payer's document" in error["message"]
+    assert live.calls("PUT", "/cob/") == []
+    assert live_charge(api, merchant)["status"] == "pending"  # without the lock it is made
+
+
+def test_a_masked_payer_document_holds_a_locked_charge_for_review(app, api, merchant, live):
+    """Some PSPs mask the payer's CPF: that proves nothing, so neither paid nor returned."""
+    charge = live_charge(api, merchant, expected_payer_tax_id=CPF)
+
+    pix = live.pay(txid_of(charge), payer={"cpf": "***.982.247-**", "nome": "Ana Souza"})
+    with app.app_context():
+        api_pix_inbound.apply_received([api_pix_inbound.read_listed(pix)])
+        db.session.commit()
+
+    assert get(api, merchant.api_key, charge["id"]).get_json()["status"] == "processing"
+    assert live.calls("PUT", "/pix/") == []  # nothing returned on a guess
 
 
 def test_a_lost_answer_is_asked_again_with_the_same_txid(api, merchant, live):
@@ -271,6 +320,25 @@ def test_a_refund_is_a_devolucao_polled_to_its_end(
         assert refunds.available(api, merchant) == before
     else:
         assert refunds.available(api, merchant) == before - 5_000
+
+
+def test_a_devolucao_status_of_a_newer_release_keeps_the_refund_polled(
+    app, redis, api, merchant, live, caplog
+):
+    charge, entry = paid_live_charge(app, api, merchant, live)
+    asked = refunds.refunded(api, merchant, charge["id"], amount=5_000, strategy="devolution")
+    refunds.submit_and_poll(app, redis)
+    devolucao_id = uuid.UUID(asked["id"]).hex
+    live.allow_future_enum_value("EM_ANALISE")
+    live.set_devolucao_status(entry.end_to_end_id, devolucao_id, "EM_ANALISE")
+
+    refunds.poll(app)
+
+    assert refunds.refund_row(app, asked["id"]).status == "IN_PROGRESS"  # nothing guessed
+    assert any(getattr(r, "status", None) == "EM_ANALISE" for r in caplog.records)
+    live.settle_devolucao(entry.end_to_end_id, devolucao_id)
+    refunds.poll(app)
+    assert refunds.refund_row(app, asked["id"]).status == "REFUNDED"
 
 
 def test_a_devolution_after_90_days_is_refused_before_the_psp(app, api, merchant, live):

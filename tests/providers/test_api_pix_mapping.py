@@ -2,6 +2,7 @@
 webhook bodies, strictly parsed."""
 
 import logging
+import re
 import uuid
 from datetime import UTC, datetime
 
@@ -17,6 +18,8 @@ from app.providers.api_pix.mapping import (
     cob_body,
     devolucao_id_for,
     parse_webhook,
+    payer_document_path,
+    solicitacao_pagador,
     txid_for,
     valor,
 )
@@ -233,13 +236,91 @@ def test_devolucoes_as_an_object_or_a_list_read_the_same():
     assert refund.settled_at == datetime(2020, 9, 10, 13, 4, tzinfo=UTC)
 
 
-def test_the_payer_extension_is_read_when_sent():
-    (received,) = parse_webhook(
-        {"pix": [pix(pagador={"cnpj": "11222333000181", "nome": "Empresa SA"})]}
+def test_the_payer_extension_is_read_where_the_setting_says():
+    payer = {"cnpj": "11222333000181", "nome": "Empresa SA"}
+    (standard,) = parse_webhook({"pix": [pix(pagador=payer)]})
+    (received,) = parse_webhook({"pix": [pix(pagador=payer)]}, payer_document_path("pagador"))
+    (efi,) = parse_webhook(
+        {"pix": [pix(gnExtras={"pagador": payer})]}, payer_document_path("gnExtras.pagador")
     )
 
-    assert received.payer_document == "11222333000181"
-    assert received.payer_name == "Empresa SA"
+    assert standard.payer_document is None and standard.payer_name is None
+    assert received.payer_document == efi.payer_document == "11222333000181"
+    assert received.payer_name == efi.payer_name == "Empresa SA"
+    with pytest.raises(ValueError, match="pagador must be an object"):
+        parse_webhook({"pix": [pix(pagador="Fulano")]}, payer_document_path("pagador"))
+
+
+@pytest.mark.parametrize(
+    ("setting", "path"),
+    [
+        ("", None),
+        ("none", None),
+        (" NONE ", None),
+        ("pagador", ("pagador",)),
+        ("gnExtras.pagador", ("gnExtras", "pagador")),
+    ],
+)
+def test_the_payer_document_setting(setting, path):
+    assert payer_document_path(setting) == path
+
+
+@pytest.mark.parametrize("setting", ["pagador.", ".pagador", "pagador cpf", "pagador[0]", "1x"])
+def test_a_payer_document_setting_that_names_no_object_is_refused(setting):
+    with pytest.raises(ValueError, match="API_PIX_PAYER_DOCUMENT_PATH"):
+        payer_document_path(setting)
+
+
+def test_a_received_txid_may_have_1_to_35_characters():
+    for txid in ("a", "0" * 25, "Z" * 35):
+        (received,) = parse_webhook({"pix": [pix(txid=txid)]})
+        assert received.txid == txid
+
+
+def test_a_value_of_a_newer_release_never_makes_the_pix_unreadable():
+    newer = devolucao(id="D2", status="DEVOLVIDO_PARCIALMENTE", natureza="MED_NOVA")
+    (received,) = parse_webhook({"pix": [pix(devolucoes=[devolucao(), newer])]})
+
+    known, unknown = received.devolucoes
+    assert known.state is RefundStatus.IN_PROGRESS
+    assert unknown.status == "DEVOLVIDO_PARCIALMENTE" and unknown.state is None
+    assert unknown.natureza == "MED_NOVA" and not unknown.is_med
+    assert [(value.field, value.value) for value in received.unknown_values] == [
+        ("devolucao.status", "DEVOLVIDO_PARCIALMENTE"),
+        ("devolucao.natureza", "MED_NOVA"),
+    ]
+    assert received.unknown_values[0].where == "pix[0].devolucoes[1]"
+
+
+@pytest.mark.parametrize(
+    ("devolucoes", "problem"),
+    [
+        ("x", r"pix\[0\]\.devolucoes must be"),
+        ([devolucao(status=None)], "status is required"),
+        ([devolucao(id="")], "id is required"),
+        ([devolucao(horario="x")], "horario must be an object"),
+        ([devolucao(valor="1")], r"devolucoes\[0\]\.valor"),
+    ],
+)
+def test_a_devolucao_too_broken_to_read_is_listed_and_the_pix_still_read(devolucoes, problem):
+    (received,) = parse_webhook({"pix": [pix(devolucoes=devolucoes)]})
+
+    assert received.amount == 10000 and received.devolucoes == ()
+    (unreadable,) = received.unreadable
+    assert re.search(problem, unreadable)
+
+
+def test_solicitacao_pagador_is_the_description_cut_on_a_word_boundary():
+    words = "Pedido 1234 da Loja Exemplo: " + "camiseta azul tamanho M, " * 10
+    body = cob_body(500, 60, None, None, receiver_key=KEY, description=words)
+
+    request = body["solicitacaoPagador"]
+    assert len(request) <= 140 and words.startswith(request)
+    assert words[len(request)] == " " and not request.endswith(" ")
+    assert "solicitacaoPagador" not in cob_body(500, 60, None, None, receiver_key=KEY)
+    assert solicitacao_pagador("  Pedido\n 42  ") == "Pedido 42"
+    assert solicitacao_pagador("x" * 200) == "x" * 140
+    assert solicitacao_pagador("  ") is None
 
 
 @pytest.mark.parametrize(
@@ -252,7 +333,8 @@ def test_the_payer_extension_is_read_when_sent():
         ({"pix": ["E123"]}, r"pix\[0\] must be an object"),
         ({"pix": [pix(endToEndId=None)]}, "endToEndId is required"),
         ({"pix": [pix(endToEndId="E123")]}, "not an end-to-end id"),
-        ({"pix": [pix(txid="short")]}, "not a txid"),
+        ({"pix": [pix(txid="x" * 36)]}, "not a txid"),
+        ({"pix": [pix(txid="pedido-42")]}, "not a txid"),
         ({"pix": [pix(valor="100,00")]}, r"pix\[0\]\.valor"),
         ({"pix": [pix(valor=100)]}, r"pix\[0\]\.valor"),
         ({"pix": [pix(valor="0.00")]}, "more than zero"),
@@ -260,13 +342,6 @@ def test_the_payer_extension_is_read_when_sent():
         ({"pix": [pix(horario="2020-09-10 13:03")]}, "no time zone"),
         ({"pix": [pix(horario="yesterday")]}, "not an RFC 3339"),
         ({"pix": [pix(infoPagador=7)]}, "infoPagador must be a string"),
-        ({"pix": [pix(pagador="Fulano")]}, "pagador must be an object"),
-        ({"pix": [pix(devolucoes="x")]}, r"pix\[0\]\.devolucoes must be"),
-        ({"pix": [pix(devolucoes=[devolucao(status=None)])]}, "status is required"),
-        ({"pix": [pix(devolucoes=[devolucao(status="PAGO")])]}, "status is unknown"),
-        ({"pix": [pix(devolucoes=[devolucao(id="")])]}, "id is required"),
-        ({"pix": [pix(devolucoes=[devolucao(horario="x")])]}, "horario must be an object"),
-        ({"pix": [pix(devolucoes=[devolucao(valor="1")])]}, r"devolucoes\[0\]\.valor"),
     ],
 )
 def test_malformed_webhooks_say_what_is_wrong(body, message):
@@ -277,7 +352,7 @@ def test_malformed_webhooks_say_what_is_wrong(body, message):
 def test_an_unreadable_pix_among_readable_ones_is_skipped_and_logged(caplog):
     """The readable Pix are applied; re-delivering the call would fail for ever otherwise."""
     with caplog.at_level(logging.ERROR, logger="app.providers.api_pix.mapping"):
-        entries = parse_webhook({"pix": [pix(), pix(devolucoes="x")]})
+        entries = parse_webhook({"pix": [pix(), pix(valor="x")]})
     assert [entry.end_to_end_id for entry in entries] == [pix()["endToEndId"]]
     (logged,) = caplog.records
-    assert "pix[1].devolucoes must be" in logged.problem
+    assert "pix[1].valor" in logged.problem

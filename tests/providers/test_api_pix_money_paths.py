@@ -12,9 +12,9 @@ from app.errors import Conflict, Unprocessable
 from app.extensions import db
 from app.models import ReceivedPixOutcome, RefundStatus
 from app.models.base import utcnow
-from app.providers.api_pix.mapping import devolucao_id_for, parse_pix, txid_for
+from app.providers.api_pix.mapping import devolucao_id_for, txid_for
 from app.providers.base import ProviderError
-from app.services import pix_payments
+from app.services import api_pix_inbound, pix_payments
 from tests.support import factories, refunds
 from tests.support.charges import CPF, OTHER_CPF, created, events, get, raw, update_row
 from tests.support.dashboard import post_form, sign_in
@@ -34,8 +34,8 @@ def paid_at_psp(live, charge: dict, **pay) -> dict:
 
 def receive(app, charge: dict, pix: dict) -> ReceivedPixOutcome:
     """The Pix reaches us (as the webhook or reconciliation hands it over) and commits."""
-    entry = parse_pix(pix)
     with app.app_context():
+        entry = api_pix_inbound.read_listed(pix)
         received = pix_payments.receive(
             raw(charge["id"]),
             pix_payments.IncomingPix(

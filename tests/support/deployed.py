@@ -41,6 +41,8 @@ from redis import Redis
 from app.embedded_redis import EmbeddedRedis
 from tests.faults.processes import ROOT, process_environment, start_procfile_command
 from tests.support.charges import charge_body
+from tests.support.fake_api_pix import FakeApiPix, start_fake_api_pix
+from tests.support.http import csrf_token
 from tests.support.processes import answers_ok, free_port, procfile, wait_for, wait_or_kill
 
 PUBLIC_BASE_URL = "https://pagamentos.minha-loja-de-exemplo.com.br"
@@ -52,6 +54,7 @@ BOOT_SECONDS = 60
 STOP_SECONDS = 15
 REQUEST_SECONDS = 10
 WEBHOOK_TIMEOUT_SECONDS = 10
+RECONCILE_SECONDS = 2
 UNREACHABLE_RATE_LIMIT = 1_000_000
 T = TypeVar("T")
 
@@ -83,6 +86,19 @@ class DeployedStack:
         if method == "POST":
             headers.setdefault("Idempotency-Key", uuid.uuid4().hex)
         return self.request(method, path, headers=headers, **kwargs)
+
+    def signed_in(self, email: str, password: str) -> requests.Session:
+        """A browser's session signed in to the dashboard, as a person signs in (the login
+        form with its CSRF token)."""
+        browser = requests.Session()
+        login_page = browser.get(self.base + "/dashboard/login", timeout=REQUEST_SECONDS)
+        answer = browser.post(
+            self.base + "/dashboard/login",
+            data={"email": email, "password": password, "csrf_token": csrf_token(login_page.text)},
+            timeout=REQUEST_SECONDS,
+        )
+        assert answer.status_code == 200 and answer.url != login_page.url, answer.text
+        return browser
 
     def log(self, process_type: str = "web") -> str:
         return self.log_paths[process_type].read_text(errors="replace")
@@ -190,11 +206,23 @@ def stop(processes: list[subprocess.Popen]) -> None:
 
 
 @pytest.fixture(scope="session")
-def deployed(database_url, tmp_path_factory) -> Iterator[DeployedStack]:
+def deployed_psp() -> Iterator[FakeApiPix]:
+    """The live PSP of the stack's live mode: the fake API Pix over mutual TLS, so the
+    processes speak to it as they would to a real one (client certificate, its CA)."""
+    psp = start_fake_api_pix(tls=True)
+    try:
+        yield psp
+    finally:
+        psp.stop()
+
+
+@pytest.fixture(scope="session")
+def deployed(database_url, tmp_path_factory, deployed_psp) -> Iterator[DeployedStack]:
     """The Procfile's processes on a seeded database and a Redis DB of their own: one web
     worker (8 threads), two webhook workers that give one endpoint one attempt at a time,
     attempts cut at WEBHOOK_TIMEOUT_SECONDS, and sweeps every second so that releases and
-    webhook retries happen within a test's wait."""
+    webhook retries happen within a test's wait. Live mode runs on `deployed_psp`, reconciled
+    every RECONCILE_SECONDS."""
     directory = tmp_path_factory.mktemp("deployed")
     instance = directory / "instance"
     instance.mkdir()
@@ -212,6 +240,8 @@ def deployed(database_url, tmp_path_factory) -> Iterator[DeployedStack]:
         "WEBHOOK_TIMEOUT_SECONDS": str(WEBHOOK_TIMEOUT_SECONDS),
         "WEBHOOK_ENDPOINT_CONCURRENCY": "1",
         "REFUND_POLL_SECONDS": "1",
+        **deployed_psp.config(),
+        "API_PIX_RECONCILE_SECONDS": str(RECONCILE_SECONDS),
         # The live PSP's webhook answers only this secret (tests/deployed/test_nginx_psp_mtls.py).
         "API_PIX_WEBHOOK_SECRET": secrets.token_urlsafe(32),
         # The fuzzer (test_fuzz.py) sends thousands of requests a minute and fails logins by

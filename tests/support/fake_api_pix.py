@@ -3,19 +3,27 @@
 It holds cobs, received Pix and devoluções in memory and answers in the standard's shapes,
 errors included (RFC 7807 `application/problem+json` with `type`, `title`, `status`,
 `detail`). Tests drive it with `pay`, `remove_cob`, `settle_devolucao`, `fail_next`,
-`revoke_tokens` and read what it was asked in `requests`. Plain HTTP: mutual TLS is the
-client's settings, tested apart.
+`revoke_tokens` and read what it was asked in `requests`.
+
+It is strict: every request it receives, every answer it gives and every webhook body it
+builds is checked against the standard (`api_pix_standard`). What breaks it lands in
+`violations` (never raised in the server thread), and `stop()` fails when any did, so every
+test that starts a fake checks it. With `tls=True` it serves HTTPS and requires a client
+certificate, so the adapter's mutual-TLS settings are proven in a real handshake.
 """
 
 import base64
 import json
 import re
 import secrets
+import ssl
+import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
@@ -31,10 +39,12 @@ from app.providers.api_pix.mapping import (
     amount_from_valor,
     valor,
 )
+from tests.support import api_pix_standard as standard
 
 CLIENT_ID = "acme-client"
 CLIENT_SECRET = "acme-secret-not-for-logs"
 RECEIVER_KEY = "7d9f0335-8dcc-4054-9bf9-0dbd61d36906"
+RECEIVER_CNPJ = "11222333000181"
 PSP_ISPB = "12345678"
 PAYER_ISPB = "87654321"
 ERROR_TYPE = "https://pix.bcb.gov.br/api/v2/error/"
@@ -42,6 +52,7 @@ LOCATION_HOST = "pix.example.com/qr/v2/"
 DEFAULT_EXPIRACAO = 86400
 # The API Pix error a simulated failure answers with, by status.
 FAILURE_KINDS = {
+    400: ("RequisicaoInvalida", "Requisição inválida"),
     401: ("AcessoNegado", "Não autorizado"),
     403: ("AcessoNegado", "Acesso negado"),
     429: ("ServicoIndisponivel", "Muitas requisições"),
@@ -49,6 +60,21 @@ FAILURE_KINDS = {
     503: ("ServicoIndisponivel", "Serviço indisponível"),
     504: ("IndisponibilidadePorTempoEsgotado", "Tempo esgotado"),
 }
+# The Retry-After of a simulated 429 or 503 unless a test says otherwise: longer than the
+# client waits inside a call, so one such failure is an outage the caller sees.
+OUTAGE_RETRY_AFTER = "60"
+# The problem an invalid request gets, by route (the standard's per-tag errors).
+REQUEST_PROBLEMS = {
+    "put_cob": ("CobOperacaoInvalida", "Cobrança inválida"),
+    "patch_cob": ("CobOperacaoInvalida", "Cobrança inválida"),
+    "get_cob": ("CobConsultaInvalida", "Consulta inválida"),
+    "list_cobs": ("CobConsultaInvalida", "Consulta inválida"),
+    "list_pix": ("PixConsultaInvalida", "Consulta inválida"),
+    "put_devolucao": ("PixDevolucaoInvalida", "Devolução inválida"),
+    "put_webhook": ("WebhookOperacaoInvalida", "Webhook inválido"),
+}
+# Marks, in a request's WSGI environ, the status `fail_next` made it answer.
+INJECTED = "fake_api_pix.injected_status"
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 
 URLS = Map(
@@ -70,11 +96,37 @@ URLS = Map(
 
 
 class Problem(Exception):
-    """An RFC 7807 answer; `kind` is the API Pix error name (`CobOperacaoInvalida`)."""
+    """An RFC 7807 answer in the standard's `Problema` shape; `kind` is the API Pix error
+    name (`CobOperacaoInvalida`), `violacoes` a list of {"propriedade", "razao"}."""
 
-    def __init__(self, status: int, kind: str, title: str, detail: str):
+    def __init__(
+        self,
+        status: int,
+        kind: str,
+        title: str,
+        detail: str,
+        violacoes: list[dict] | None = None,
+        correlation_id: str | None = None,
+        headers: dict | None = None,
+    ):
         super().__init__(detail)
         self.status, self.kind, self.title, self.detail = status, kind, title, detail
+        self.violacoes, self.correlation_id = violacoes, correlation_id
+        self.headers = headers or {}
+
+    @classmethod
+    def simulated(
+        cls,
+        status: int,
+        retry_after: str | None = OUTAGE_RETRY_AFTER,
+        violacoes: list[dict] | None = None,
+        correlation_id: str | None = None,
+    ) -> "Problem":
+        """What a `fail_next` status answers; a 429 or 503 with its `Retry-After`."""
+        kind, title = FAILURE_KINDS.get(status, FAILURE_KINDS[500])
+        throttled = status in (429, 503) and retry_after is not None
+        headers = {"Retry-After": retry_after} if throttled else None
+        return cls(status, kind, title, "Falha simulada.", violacoes, correlation_id, headers)
 
     def response(self) -> Response:
         body = {
@@ -83,7 +135,16 @@ class Problem(Exception):
             "status": self.status,
             "detail": self.detail,
         }
-        return Response(json.dumps(body), self.status, content_type="application/problem+json")
+        if self.correlation_id is not None:
+            body["correlationId"] = self.correlation_id
+        if self.violacoes is not None:
+            body["violacoes"] = self.violacoes
+        return Response(
+            json.dumps(body),
+            self.status,
+            headers=self.headers,
+            content_type="application/problem+json",
+        )
 
 
 @dataclass
@@ -93,6 +154,71 @@ class RecordedRequest:
     args: dict
     authorization: str | None
     body: dict | None
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Something the standard forbids: `what` is "request" (ours), "answer" or "webhook"
+    (the fake's own)."""
+
+    method: str
+    path: str
+    what: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.what} {self.method} {self.path}: {self.message}"
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files for mutual TLS: the PSP's server certificate comes from one CA
+    (`server_ca`, our API_PIX_CA_PATH), the client certificates it accepts from another;
+    `stranger_*` is a client certificate from a CA the PSP does not trust."""
+
+    server_ca: Path
+    server_chain: Path
+    client_ca: Path
+    client_cert: Path
+    client_key: Path
+    client_combined: Path
+    stranger_combined: Path
+
+    @classmethod
+    def make(cls, directory: Path) -> "TlsFiles":
+        import trustme  # a test-only dependency, needed only when TLS is asked for
+
+        psp_ca, client_ca, stranger_ca = trustme.CA(), trustme.CA(), trustme.CA()
+        server = psp_ca.issue_cert("localhost", "127.0.0.1")
+        client = client_ca.issue_cert("acme-client.example.com")
+        stranger = stranger_ca.issue_cert("acme-client.example.com")
+        files = cls(*(directory / name for name in _TLS_FILE_NAMES))
+        psp_ca.cert_pem.write_to_path(str(files.server_ca))
+        server.private_key_and_cert_chain_pem.write_to_path(str(files.server_chain))
+        client_ca.cert_pem.write_to_path(str(files.client_ca))
+        client.cert_chain_pems[0].write_to_path(str(files.client_cert))
+        client.private_key_pem.write_to_path(str(files.client_key))
+        client.private_key_and_cert_chain_pem.write_to_path(str(files.client_combined))
+        stranger.private_key_and_cert_chain_pem.write_to_path(str(files.stranger_combined))
+        return files
+
+    def server_context(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.server_chain)
+        context.load_verify_locations(self.client_ca)
+        context.verify_mode = ssl.CERT_REQUIRED
+        return context
+
+
+_TLS_FILE_NAMES = (
+    "psp-ca.pem",
+    "psp-server.pem",
+    "client-ca.pem",
+    "client-cert.pem",
+    "client-key.pem",
+    "client-combined.pem",
+    "stranger-combined.pem",
+)
 
 
 @dataclass
@@ -111,56 +237,111 @@ class FakeApiPix:
     requests: list[RecordedRequest] = field(default_factory=list)
     failures: list = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
+    tls: TlsFiles | None = None
+    violations: list[Violation] = field(default_factory=list)
+    future_enum_values: set[str] = field(default_factory=set)
+    locations_issued: int = 0
 
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
-    def config(self, **overrides) -> dict:
-        """`API_PIX_*` settings pointing at this fake (what `ApiPixSettings.from_config` reads)."""
-        return {
+    def config(self, *, key_in_cert: bool = False, **overrides) -> dict:
+        """`API_PIX_*` settings pointing at this fake (what `ApiPixSettings.from_config` reads).
+        Over TLS: the client certificate with its key apart, or (`key_in_cert`) one PEM."""
+        settings = {
             "API_PIX_BASE_URL": self.url,
             "API_PIX_TOKEN_URL": f"{self.url}/oauth/token",
             "API_PIX_CLIENT_ID": CLIENT_ID,
             "API_PIX_CLIENT_SECRET": CLIENT_SECRET,
             "API_PIX_RECEIVER_PIX_KEY": RECEIVER_KEY,
-            **overrides,
+            # `pay(payer=...)` reports the payer in the `pagador` extension.
+            "API_PIX_PAYER_DOCUMENT_PATH": "pagador",
         }
+        if self.tls and key_in_cert:
+            settings["API_PIX_CERT_PATH"] = str(self.tls.client_combined)
+        elif self.tls:
+            settings["API_PIX_CERT_PATH"] = str(self.tls.client_cert)
+            settings["API_PIX_KEY_PATH"] = str(self.tls.client_key)
+        if self.tls:
+            settings["API_PIX_CA_PATH"] = str(self.tls.server_ca)
+        return {**settings, **overrides}
 
     # Test controls
 
-    def fail_next(self, failure: int | str) -> None:
-        """The next API call (not the token endpoint) answers `failure` (an HTTP status)
-        without acting, or, with "timeout", acts and then answers too late."""
+    def fail_next(
+        self,
+        failure: int | str,
+        *,
+        after: int = 0,
+        retry_after: str | None = OUTAGE_RETRY_AFTER,
+        violacoes: list[dict] | None = None,
+        correlation_id: str | None = None,
+    ) -> None:
+        """The next API call (not the token endpoint), or the one after `after` more (the
+        second page of a listing, say), answers `failure` (an HTTP status) without acting,
+        or, with "timeout", acts and then answers too late. The problem carries `violacoes`
+        and `correlationId` when given; a 429 or 503 `Retry-After: retry_after` (None for
+        none, so the client backs off on its own)."""
+        if failure != "timeout":
+            failure = Problem.simulated(failure, retry_after, violacoes, correlation_id)
         with self.lock:
-            self.failures.append(failure)
+            self.failures.extend([None] * after + [failure])
 
     def revoke_tokens(self) -> None:
         """Every token issued so far is refused from now on (401)."""
         with self.lock:
             self.tokens.clear()
 
-    def pay(self, txid: str, amount: int | None = None, payer: dict | None = None, at=None):
+    def allow_future_enum_value(self, raw: str) -> None:
+        """Let answers carry `raw` where the standard has an enum, as a newer release may
+        (new enum values are a compatible change clients must accept); nothing else."""
+        with self.lock:
+            self.future_enum_values.add(raw)
+
+    def pay(
+        self,
+        txid: str,
+        amount: int | None = None,
+        payer: dict | None = None,
+        at=None,
+        extra: dict | None = None,
+    ):
         """A payer pays cob `txid` (its own amount unless told): a received Pix with a new
-        end-to-end id; `payer` ({"cpf"|"cnpj", "nome"}) goes in the `pagador` extension."""
+        end-to-end id; `payer` ({"cpf"|"cnpj", "nome"}) goes in the `pagador` extension,
+        `extra` (more PSP extension fields) is merged into the Pix."""
         with self.lock:
             cob = self.cobs[txid]
-            at = at or datetime.now(UTC)
-            received = {
-                "endToEndId": new_end_to_end_id(PAYER_ISPB, at),
-                "txid": txid,
-                "valor": valor(amount) if amount is not None else cob["valor"]["original"],
-                "chave": cob["chave"],
-                "horario": _timestamp(at),
-                "infoPagador": "Pedido de teste",
-            }
-            if payer:
-                received["pagador"] = payer
-            self.pix[received["endToEndId"]] = {**received, "devolucoes": []}
+            amount = amount_from_valor(cob["valor"]["original"]) if amount is None else amount
+            received = self._book_pix(amount, txid, payer, at, extra, cob["chave"])
             cob["status"] = "CONCLUIDA"
-            cob.setdefault("pix", []).append(received)
-            return self.pix[received["endToEndId"]]
+            cob.setdefault("pix", []).append(
+                {name: value for name, value in received.items() if name != "devolucoes"}
+            )
+            return received
+
+    def receive(self, amount: int, txid: str | None = None, payer: dict | None = None, at=None):
+        """A Pix on our key that no cob asked for: a static QR code (no txid) or a txid of
+        1-35 characters that is none of ours. `GET /pix` and `GET /pix/{e2eid}` show it."""
+        with self.lock:
+            return self._book_pix(amount, txid, payer, at, None, RECEIVER_KEY)
+
+    def _book_pix(self, amount: int, txid, payer, at, extra, chave: str) -> dict:
+        at = at or datetime.now(UTC)
+        received = {
+            "endToEndId": new_end_to_end_id(PAYER_ISPB, at),
+            "valor": valor(amount),
+            "chave": chave,
+            "horario": _timestamp(at),
+            "infoPagador": "Pedido de teste",
+        }
+        if txid is not None:
+            received["txid"] = txid
+        if payer:
+            received["pagador"] = payer
+        self.pix[received["endToEndId"]] = {**received, **(extra or {}), "devolucoes": []}
+        return self.pix[received["endToEndId"]]
 
     def remove_cob(self, txid: str) -> dict:
         """The PSP removes cob `txid` itself (`REMOVIDA_PELO_PSP`), as it may at any time."""
@@ -180,17 +361,34 @@ class FakeApiPix:
                 devolucao["motivo"] = motivo
             return devolucao
 
-    def webhook_body(self, *e2eids: str) -> dict:
-        """What this PSP would POST to `{webhookUrl}/pix` for these Pix."""
+    def set_devolucao_status(self, e2eid: str, refund_id: str, raw_status: str) -> dict:
+        """Any status, a newer release's included (`allow_future_enum_value` it first)."""
         with self.lock:
-            return {"pix": [json.loads(json.dumps(self.pix[e2eid])) for e2eid in e2eids]}
+            devolucao = self._devolucao(e2eid, refund_id)
+            devolucao["status"] = raw_status
+            return devolucao
+
+    def webhook_body(self, *e2eids: str) -> dict:
+        """What this PSP would POST to `{webhookUrl}/pix` for these Pix (checked too)."""
+        with self.lock:
+            body = {"pix": [json.loads(json.dumps(self.pix[e2eid])) for e2eid in e2eids]}
+            for message in standard.webhook_violations(body, self.future_enum_values):
+                self.violations.append(Violation("POST", "{webhookUrl}/pix", "webhook", message))
+            return body
 
     def calls(self, method: str, path_prefix: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.method == method and r.path.startswith(path_prefix)]
 
     def stop(self) -> None:
+        """End the server, then fail (AssertionError) if anything broke the standard."""
         self.server.shutdown()
         self.server.server_close()
+        self.assert_no_violations()
+
+    def assert_no_violations(self) -> None:
+        with self.lock:
+            found = [str(violation) for violation in self.violations]
+        assert not found, "the API Pix standard was broken:\n" + "\n".join(found)
 
     # The HTTP surface
 
@@ -204,10 +402,56 @@ class FakeApiPix:
         except HTTPException as error:
             problem = Problem(error.code, "RequisicaoInvalida", error.name, "No such route.")
             response = problem.response()
+        if request.path != "/oauth/token":
+            self._check_answer(request, response)
         return response(environ, start_response)
+
+    def _check_request(self, request: Request, body) -> list[str]:
+        """What the request breaks, to refuse it as a PSP would; recorded unless it is an
+        allow-listed adapter violation."""
+        if request.path == "/oauth/token":
+            found = standard.token_request_violations(request.form)
+        else:
+            found = standard.request_violations(
+                request.method,
+                request.path,
+                request.args.to_dict(flat=False),
+                body if request.data else None,
+                request.content_type,
+            )
+        with self.lock:
+            self.violations += [
+                Violation(request.method, request.path, "request", message)
+                for message in found
+                if not standard.allowed_adapter_violation(request.method, request.path, message)
+            ]
+        return found
+
+    def _check_answer(self, request: Request, response: Response) -> None:
+        """Record what the answer breaks; a status a test injected on purpose with
+        `fail_next` (a PSP or gateway beyond the standard, 409 or 429 say) is its choice."""
+        data = response.get_data()
+        try:
+            body = json.loads(data) if data else None
+        except ValueError:
+            body = data.decode(errors="replace")
+        found = standard.response_violations(
+            request.method,
+            request.path,
+            response.status_code,
+            body,
+            response.content_type,
+            self.future_enum_values,
+            tolerated_statuses={request.environ[INJECTED]} if INJECTED in request.environ else (),
+        )
+        with self.lock:
+            self.violations += [
+                Violation(request.method, request.path, "answer", message) for message in found
+            ]
 
     def _dispatch(self, request: Request, endpoint: str, values: dict) -> Response:
         body = request.get_json(silent=True) if request.data else None
+        invalid = self._check_request(request, body)
         with self.lock:
             self.requests.append(
                 RecordedRequest(
@@ -223,17 +467,25 @@ class FakeApiPix:
         self._authorise(request)
         with self.lock:
             failure = self.failures.pop(0) if self.failures else None
-        if isinstance(failure, int):
-            kind, title = FAILURE_KINDS.get(failure, FAILURE_KINDS[500])
-            raise Problem(failure, kind, title, "Falha simulada.")
+        if isinstance(failure, int):  # a status a test put in `failures` itself
+            failure = Problem.simulated(failure)
+        if isinstance(failure, Problem):
+            request.environ[INJECTED] = failure.status
+            raise failure
         if request.data and not isinstance(body, dict):
             raise Problem(400, "RequisicaoInvalida", "Requisição inválida", "Corpo não é JSON.")
+        if invalid:
+            kind, title = REQUEST_PROBLEMS.get(
+                endpoint, ("RequisicaoInvalida", "Requisição inválida")
+            )
+            raise Problem(400, kind, title, "; ".join(invalid), [{"razao": m} for m in invalid])
         with self.lock:
             status, answer = getattr(self, "_" + endpoint)(body or {}, request, **values)
-            answer = json.dumps(answer)
         if failure == "timeout":
             time.sleep(self.timeout_delay)
-        return Response(answer, status, content_type="application/json")
+        if not answer:  # the standard declares no body (`PUT /webhook/{chave}`)
+            return Response(status=status)
+        return Response(json.dumps(answer), status, content_type="application/json")
 
     def _token(self, request: Request) -> Response:
         expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
@@ -266,36 +518,37 @@ class FakeApiPix:
         fields = _cob_fields(body)
         existing = self.cobs.get(txid)
         if existing is not None:
+            # The standard's PUT creates or revises: the same request again changes
+            # nothing; another one revises an ATIVA cob and is refused on any other.
             if existing["request"] != fields:
-                raise Problem(
-                    409,
-                    "CobOperacaoInvalida",
-                    "Cobrança inválida",
-                    "O txid já está em uso por outra cobrança.",
-                )
-            return 200, _public(existing)
+                if existing["status"] != "ATIVA":
+                    raise Problem(
+                        400,
+                        "CobOperacaoInvalida",
+                        "Cobrança inválida",
+                        "A cobrança não está ATIVA e a requisição busca alterá-la.",
+                    )
+                _revise(existing, fields)
+            return 201, _public(existing)
         now = datetime.now(UTC)
-        location_id = uuid.uuid4().hex
-        location = LOCATION_HOST + location_id
+        self.locations_issued += 1
+        location = LOCATION_HOST + uuid.uuid4().hex
         cob = {
             "calendario": {"criacao": _timestamp(now), "expiracao": fields["expiracao"]},
             "txid": txid,
             "revisao": 0,
-            "loc": {"id": location_id, "location": location, "tipoCob": "cob"},
+            "loc": {
+                "id": self.locations_issued,
+                "txid": txid,
+                "location": location,
+                "tipoCob": "cob",
+                "criacao": _timestamp(now),
+            },
             "location": location,
             "status": "ATIVA",
-            "valor": {"original": fields["original"]},
             "chave": RECEIVER_KEY,
-            "pixCopiaECola": brcode.dynamic_payload(
-                location=location,
-                merchant_name="Acme Loja",
-                merchant_city="SAO PAULO",
-                amount_cents=amount_from_valor(fields["original"]),
-            ),
-            "request": fields,
         }
-        if fields["devedor"]:
-            cob["devedor"] = fields["devedor"]
+        _set_fields(cob, fields)
         self.cobs[txid] = cob
         return 201, _public(cob)
 
@@ -314,12 +567,9 @@ class FakeApiPix:
                     "Só se remove a cobrança, sem outras alterações.",
                 )
             cob["status"] = REMOVED_BY_RECEIVER
+            cob["revisao"] += 1
         else:
-            fields = _cob_fields({**_request_body(cob), **body})
-            cob["request"] = fields
-            cob["valor"] = {"original": fields["original"]}
-            cob["calendario"]["expiracao"] = fields["expiracao"]
-        cob["revisao"] += 1
+            _revise(cob, _cob_fields({**_request_body(cob), **body}))
         return 200, _public(cob)
 
     def _get_cob(self, body: dict, request: Request, txid: str):
@@ -416,9 +666,11 @@ class FakeApiPix:
         return 200, {}
 
     def _get_webhook(self, body: dict, request: Request, chave: str):
+        """`WebhookCompleto`: the receiver's CNPJ and when it was set, besides the URL."""
         if chave not in self.webhooks:
             raise Problem(404, "WebhookNaoEncontrado", "Webhook não encontrado", f"chave {chave}.")
-        return 200, self.webhooks[chave]
+        webhook = self.webhooks[chave]
+        return 200, {"cnpj": RECEIVER_CNPJ, "criacao": _timestamp(datetime.now(UTC)), **webhook}
 
     def _cob(self, txid: str) -> dict:
         if txid not in self.cobs:
@@ -439,10 +691,15 @@ class FakeApiPix:
         )
 
 
-def start_fake_api_pix(**options) -> FakeApiPix:
-    """Serve a new fake PSP on a free localhost port, on a daemon thread; `stop()` ends it."""
-    fake = FakeApiPix(**options)
-    fake.server = make_server("127.0.0.1", 0, fake.wsgi, threaded=True)
+def start_fake_api_pix(tls: bool | TlsFiles = False, **options) -> FakeApiPix:
+    """Serve a new fake PSP on a free localhost port, on a daemon thread; `stop()` ends it.
+    `tls`: HTTPS requiring a client certificate, with new `TlsFiles` (True) or these."""
+    standard.operations()  # load the document now, not within a request's timeout
+    if tls is True:
+        tls = TlsFiles.make(Path(tempfile.mkdtemp(prefix="fake-api-pix-tls-")))
+    fake = FakeApiPix(tls=tls or None, **options)
+    context = fake.tls.server_context() if fake.tls else None
+    fake.server = make_server("127.0.0.1", 0, fake.wsgi, threaded=True, ssl_context=context)
     threading.Thread(
         target=fake.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     ).start()
@@ -527,6 +784,28 @@ def _request_body(cob: dict) -> dict:
     if fields["devedor"]:
         body["devedor"] = fields["devedor"]
     return body
+
+
+def _set_fields(cob: dict, fields: dict) -> None:
+    """What a PUT or PATCH asked for, into the cob (its BR Code follows the amount)."""
+    cob["request"] = fields
+    cob["calendario"]["expiracao"] = fields["expiracao"]
+    cob["valor"] = {"original": fields["original"]}
+    cob["pixCopiaECola"] = brcode.dynamic_payload(
+        location=cob["location"],
+        merchant_name="Acme Loja",
+        merchant_city="SAO PAULO",
+        amount_cents=amount_from_valor(fields["original"]),
+    )
+    if fields["devedor"]:
+        cob["devedor"] = fields["devedor"]
+    else:
+        cob.pop("devedor", None)
+
+
+def _revise(cob: dict, fields: dict) -> None:
+    _set_fields(cob, fields)
+    cob["revisao"] += 1
 
 
 def _public(cob: dict) -> dict:

@@ -52,7 +52,7 @@ def test_returns_carry_a_return_id():
     provider = SandboxProvider("http://localhost")
     returned = provider.return_pix("E99999999202611221200abcdefghijk", 100, "refund-1")
     assert returned.return_id.startswith("D") and END_TO_END_PATTERN.fullmatch(returned.return_id)
-    assert returned.status == "DEVOLVIDO"
+    assert returned.status == "REFUNDED"
 
 
 def test_payouts_settle_with_a_stable_reference_or_are_rejected():

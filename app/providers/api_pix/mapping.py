@@ -14,20 +14,31 @@ Refund statuses land on `RefundStatus`: `EM_PROCESSAMENTO` → IN_PROGRESS, `DEV
 REFUNDED, `NAO_REALIZADO` → FAILED. A devolução whose `natureza` is in `MED_NATUREZAS` was
 forced by the MED (fraud, an operational failure, or a Pix Automático dispute), not asked for
 by the merchant.
+
+A tolerant reader: the standard makes a new enum value a compatible change, so a value we do
+not know (a devolução's `status` or `natureza`) never makes a Pix unreadable. It is kept raw
+(`Devolucao.status`, `.natureza`), listed in `PixEntry.unknown_values` for the caller to log
+once and surface, and what it would decide is left undecided (`Devolucao.state` is None); the
+Pix itself and every other devolução are read as usual. A devolução too broken to read at all
+is listed in `PixEntry.unreadable` and skipped, for the same reason.
+
+The payer's document is not in the standard's Pix object; many PSPs add it in an object of
+their own (`pagador`, Efí's `gnExtras.pagador`) with `cpf` or `cnpj` and `nome`. Which one, if
+any, is a setting (`payer_document_path`): without it no payer document is read at all.
 """
 
 import logging
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from app.formats.locations import ACTIVE, COMPLETED, REMOVED_BY_PSP
 from app.models import RefundStatus, TransactionStatus
 from app.pix.brcode import format_amount
 from app.pix.documents import strip_formatting, tax_id_kind
-from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
+from app.pix.identifiers import END_TO_END_PATTERN
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +58,14 @@ REFUND_STATUS = {
     "NAO_REALIZADO": RefundStatus.FAILED,
 }
 MED_NATUREZAS = frozenset({"MED_OPERACIONAL", "MED_FRAUDE", "MED_PIX_AUTOMATICO"})
+NATUREZAS = MED_NATUREZAS | {"ORIGINAL", "RETIRADA"}
 DEVOLUCAO_ID_PATTERN = re.compile(r"[a-zA-Z0-9]{1,35}")
+# A received Pix's txid: 1-35 letters and digits (2.9.0 widened it; ours have 32).
+RECEIVED_TXID_PATTERN = re.compile(r"[a-zA-Z0-9]{1,35}")
+# What the `*_document_path` setting may name: dotted JSON member names.
+PAYER_PATH_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+NO_PAYER_DOCUMENT = "none"
+MAX_SOLICITACAO_PAGADOR = 140
 # ASCII digits only: `\d` would also take Arabic-Indic and other Unicode digits.
 VALOR_PATTERN = re.compile(r"[0-9]{1,10}\.[0-9]{2}")
 
@@ -69,21 +87,39 @@ class Devolucao:
     def is_med(self) -> bool:
         return self.natureza in MED_NATUREZAS
 
+    @property
+    def state(self) -> RefundStatus | None:
+        """Our status for the reported one; None for a value this release does not know."""
+        return REFUND_STATUS.get(self.status)
+
+
+@dataclass(frozen=True)
+class UnknownValue:
+    """An enum value outside the release we implement, where it was met."""
+
+    field: str
+    value: str
+    where: str
+
 
 @dataclass(frozen=True)
 class PixEntry:
     """A received Pix from a webhook or `GET /pix`. `payer_document` and `payer_name` come
-    from `pagador`, an extension many PSPs add (the standard only has the free-text
-    `infoPagador`); None when the PSP does not send it."""
+    from the PSP's payer extension the setting names (the standard only has the free-text
+    `infoPagador`); None when the PSP does not send it. `raw` is the object as reported."""
 
     end_to_end_id: str
     txid: str | None
     amount: int
     received_at: datetime
+    key: str | None
     payer_message: str | None
     payer_document: str | None
     payer_name: str | None
     devolucoes: tuple[Devolucao, ...]
+    unknown_values: tuple[UnknownValue, ...] = ()
+    unreadable: tuple[str, ...] = ()
+    raw: Mapping = field(default_factory=dict, compare=False, repr=False)
 
 
 def txid_for(transaction_id: str) -> str:
@@ -135,9 +171,11 @@ def cob_body(
     payer_document: str | None,
     *,
     receiver_key: str,
+    description: str | None = None,
 ) -> dict:
     """The body of `PUT /cob/{txid}`. `devedor` needs both a name and a CPF or CNPJ, so it
-    is sent only when both are given; a document that is neither is a ValueError."""
+    is sent only when both are given; a document that is neither is a ValueError. The
+    charge's description becomes `solicitacaoPagador`, the text the payer's bank app shows."""
     if expires_in <= 0:
         raise ValueError("calendario.expiracao must be a positive number of seconds")
     body = {
@@ -151,10 +189,39 @@ def cob_body(
         if kind is None:
             raise ValueError("the payer document is neither a valid CPF nor a valid CNPJ")
         body["devedor"] = {kind.lower(): document, "nome": payer_name}
+    request_to_payer = solicitacao_pagador(description)
+    if request_to_payer:
+        body["solicitacaoPagador"] = request_to_payer
     return body
 
 
-def parse_webhook(body: object) -> list[PixEntry]:
+def solicitacao_pagador(description: str | None) -> str | None:
+    """The description within the standard's 140 characters, cut at the last word that
+    fits (mid-word only when one word alone is longer), so the payer never reads half a
+    word."""
+    text = " ".join((description or "").split())
+    if len(text) <= MAX_SOLICITACAO_PAGADOR:
+        return text or None
+    cut = text[: MAX_SOLICITACAO_PAGADOR + 1].rsplit(" ", 1)[0]
+    return cut if len(cut) <= MAX_SOLICITACAO_PAGADOR else text[:MAX_SOLICITACAO_PAGADOR]
+
+
+def payer_document_path(setting: str | None) -> tuple[str, ...] | None:
+    """The `API_PIX_PAYER_DOCUMENT_PATH` setting as member names (`gnExtras.pagador` →
+    `("gnExtras", "pagador")`), None for `none` or empty: the PSP reports no payer document.
+    Anything else is a ValueError naming the rule."""
+    text = (setting or "").strip()
+    if text.lower() in ("", NO_PAYER_DOCUMENT):
+        return None
+    if not PAYER_PATH_PATTERN.fullmatch(text):
+        raise ValueError(
+            f"API_PIX_PAYER_DOCUMENT_PATH must be {NO_PAYER_DOCUMENT!r} or a dotted path to the "
+            f"object holding cpf or cnpj, such as pagador or gnExtras.pagador: {setting!r}"
+        )
+    return tuple(text.split("."))
+
+
+def parse_webhook(body: object, payer_path: tuple[str, ...] | None = None) -> list[PixEntry]:
     """The Pix in a webhook call `{"pix": [...]}` (several per call are allowed). A body of
     any other shape, or with no readable Pix, is a ValueError saying what is wrong; one
     unreadable Pix among readable ones is logged as an error and skipped, so the others are
@@ -167,7 +234,7 @@ def parse_webhook(body: object) -> list[PixEntry]:
     entries, problems = [], []
     for index, item in enumerate(body["pix"]):
         try:
-            entries.append(_parse_pix(item, f"pix[{index}]"))
+            entries.append(_parse_pix(item, f"pix[{index}]", payer_path))
         except ValueError as problem:
             problems.append(str(problem))
     if not entries:
@@ -177,54 +244,90 @@ def parse_webhook(body: object) -> list[PixEntry]:
     return entries
 
 
-def parse_pix(item: object) -> PixEntry:
+def parse_pix(item: object, payer_path: tuple[str, ...] | None = None) -> PixEntry:
     """One Pix from `GET /pix/{e2eid}` or a page of `GET /pix`."""
-    return _parse_pix(item, "pix")
+    return _parse_pix(item, "pix", payer_path)
 
 
-def _parse_pix(item: object, where: str) -> PixEntry:
+def _parse_pix(item: object, where: str, payer_path: tuple[str, ...] | None) -> PixEntry:
     if not isinstance(item, Mapping):
         raise ValueError(f"{where} must be an object")
     end_to_end_id = _required_text(item, "endToEndId", where)
     if not END_TO_END_PATTERN.fullmatch(end_to_end_id):
         raise ValueError(f"{where}.endToEndId is not an end-to-end id: {end_to_end_id!r}")
     txid = _optional_text(item, "txid", where)
-    if txid is not None and not TXID_PATTERN.fullmatch(txid):
+    if txid is not None and not RECEIVED_TXID_PATTERN.fullmatch(txid):
         raise ValueError(f"{where}.txid is not a txid: {txid!r}")
-    payer = item.get("pagador")
-    if payer is not None and not isinstance(payer, Mapping):
-        raise ValueError(f"{where}.pagador must be an object")
-    payer = payer or {}
+    payer = _payer(item, where, payer_path)
+    devolucoes, unknown, unreadable = _devolucoes(item.get("devolucoes"), f"{where}.devolucoes")
     return PixEntry(
         end_to_end_id=end_to_end_id,
         txid=txid,
         amount=_positive_amount(item.get("valor"), f"{where}.valor"),
         received_at=_timestamp(item.get("horario"), f"{where}.horario"),
+        key=_optional_text(item, "chave", where),
         payer_message=_optional_text(item, "infoPagador", where),
         payer_document=_optional_text(payer, "cpf", f"{where}.pagador")
         or _optional_text(payer, "cnpj", f"{where}.pagador"),
         payer_name=_optional_text(payer, "nome", f"{where}.pagador"),
-        devolucoes=_devolucoes(item.get("devolucoes"), f"{where}.devolucoes"),
+        devolucoes=devolucoes,
+        unknown_values=unknown,
+        unreadable=unreadable,
+        raw=item,
     )
 
 
-def _devolucoes(raw: object, where: str) -> tuple[Devolucao, ...]:
-    """A list, a single object (one published example sends that) or nothing."""
+def _payer(item: Mapping, where: str, path: tuple[str, ...] | None) -> Mapping:
+    """The PSP's payer object at `path`, {} when the setting names none or it is absent."""
+    payer: object = item
+    for name in path or ():
+        payer = payer.get(name) if isinstance(payer, Mapping) else None
+    if path is None or payer is None:
+        return {}
+    if not isinstance(payer, Mapping):
+        raise ValueError(f"{where}.{'.'.join(path)} must be an object")
+    return payer
+
+
+def _devolucoes(
+    raw: object, where: str
+) -> tuple[tuple[Devolucao, ...], tuple[UnknownValue, ...], tuple[str, ...]]:
+    """A list, a single object (one published example sends that) or nothing; each read on
+    its own, so one broken or from a newer release never hides the Pix or the others."""
     if raw is None:
-        return ()
+        return (), (), ()
     items = [raw] if isinstance(raw, Mapping) else raw
     if not isinstance(items, list):
-        raise ValueError(f"{where} must be a list or an object")
-    return tuple(parse_devolucao(entry, f"{where}[{index}]") for index, entry in enumerate(items))
+        return (), (), (f"{where} must be a list or an object",)
+    devolucoes, unreadable = [], []
+    for index, entry in enumerate(items):
+        try:
+            devolucoes.append(parse_devolucao(entry, f"{where}[{index}]"))
+        except ValueError as problem:
+            unreadable.append(str(problem))
+    unknown = tuple(
+        unknown
+        for index, devolucao in enumerate(devolucoes)
+        for unknown in unknown_values_of(devolucao, f"{where}[{index}]")
+    )
+    return tuple(devolucoes), unknown, tuple(unreadable)
+
+
+def unknown_values_of(devolucao: Devolucao, where: str = "devolucao") -> tuple[UnknownValue, ...]:
+    """The devolução's enum values this release does not know."""
+    unknown = []
+    if devolucao.state is None:
+        unknown.append(UnknownValue("devolucao.status", devolucao.status, where))
+    if devolucao.natureza is not None and devolucao.natureza not in NATUREZAS:
+        unknown.append(UnknownValue("devolucao.natureza", devolucao.natureza, where))
+    return tuple(unknown)
 
 
 def parse_devolucao(entry: object, where: str = "devolucao") -> Devolucao:
-    """One devolução, from a Pix's `devolucoes` or `GET|PUT /pix/{e2eid}/devolucao/{id}`."""
+    """One devolução, from a Pix's `devolucoes` or `GET|PUT /pix/{e2eid}/devolucao/{id}`;
+    its status and natureza are kept as reported, known or not (`Devolucao.state`)."""
     if not isinstance(entry, Mapping):
         raise ValueError(f"{where} must be an object")
-    status = _required_text(entry, "status", where)
-    if status not in REFUND_STATUS:
-        raise ValueError(f"{where}.status is unknown: {status!r}")
     times = entry.get("horario") or {}
     if not isinstance(times, Mapping):
         raise ValueError(f"{where}.horario must be an object")
@@ -233,7 +336,7 @@ def parse_devolucao(entry: object, where: str = "devolucao") -> Devolucao:
         rtr_id=_optional_text(entry, "rtrId", where),
         amount=_positive_amount(entry.get("valor"), f"{where}.valor"),
         natureza=_optional_text(entry, "natureza", where),
-        status=status,
+        status=_required_text(entry, "status", where),
         requested_at=_optional_timestamp(times.get("solicitacao"), f"{where}.horario.solicitacao"),
         settled_at=_optional_timestamp(times.get("liquidacao"), f"{where}.horario.liquidacao"),
         reason=_optional_text(entry, "motivo", where),

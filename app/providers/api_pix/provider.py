@@ -8,6 +8,7 @@ same thing again; when the PSP refuses the repeated request, the record it alrea
 read back and used if it is the one we asked for.
 """
 
+import logging
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -15,7 +16,6 @@ from app.models import RefundStatus, RefundStrategy
 from app.models.base import utcnow
 from app.providers.api_pix.client import ApiPixClient, ApiPixRefused, ApiPixUnavailable
 from app.providers.api_pix.mapping import (
-    REFUND_STATUS,
     REMOVED_BY_RECEIVER,
     REMOVED_STATUSES,
     Devolucao,
@@ -43,6 +43,8 @@ from app.providers.base import (
     RefundState,
 )
 
+log = logging.getLogger(__name__)
+
 PIX, BRL = "PIX", "BRL"
 ORIGINAL = "ORIGINAL"
 
@@ -51,8 +53,11 @@ class ApiPixProvider(PaymentProvider):
     name = "api_pix"
     refundable_methods = frozenset({PIX})
 
-    def __init__(self, client: ApiPixClient):
+    def __init__(self, client: ApiPixClient, payer_path: tuple[str, ...] | None = None):
         self.client = client
+        # The standard's Pix has no payer document; only a PSP extension the settings name
+        # (`mapping.payer_document_path`) lets a payer lock be checked.
+        self.reports_payer_document = payer_path is not None
 
     def supports(self, method: str, currency: str, amount: int) -> bool:
         return method == PIX and currency == BRL and amount > 0
@@ -86,6 +91,7 @@ class ApiPixProvider(PaymentProvider):
                 request.payer_name,
                 request.payer_document,
                 receiver_key=self.client.settings.receiver_pix_key,
+                description=request.description,
             )
         except ValueError as error:
             raise ProviderRefused(f"API Pix: {error}.", code="invalid_cob") from error
@@ -134,7 +140,7 @@ class ApiPixProvider(PaymentProvider):
     def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:
         """An automatic return (a payment we will not credit), as a devolução of all of it."""
         devolucao = self._devolve(end_to_end_id, devolucao_id_for(refund_id), amount)
-        return PixReturn(return_id=devolucao.rtr_id, status=devolucao.status)
+        return PixReturn(return_id=devolucao.rtr_id, status=_refund_state(devolucao).value)
 
     def refund(self, request: RefundRequest) -> str:
         """A devolução of `request.amount`; the reference to poll is `refund_reference`."""
@@ -170,7 +176,7 @@ class ApiPixProvider(PaymentProvider):
     def refund_status(self, provider_reference: str) -> RefundState:
         end_to_end_id, devolucao_id = split_refund_reference(provider_reference)
         devolucao = _parsed_devolucao(self.client.get_devolucao(end_to_end_id, devolucao_id))
-        state = REFUND_STATUS[devolucao.status]
+        state = _refund_state(devolucao)
         if state is not RefundStatus.FAILED:
             return RefundState(status=state.value)
         reason = devolucao.reason or "The payer's bank did not accept the devolução."
@@ -180,6 +186,18 @@ class ApiPixProvider(PaymentProvider):
         raise ProviderRefused(
             "API Pix sends no Pix-outs; live payouts are not offered.", code="unsupported"
         )
+
+
+def _refund_state(devolucao: Devolucao) -> RefundStatus:
+    """Our status for the devolução; one this release does not know is still in progress
+    (polled again, nothing decided on a guess) and logged."""
+    if devolucao.state is None:
+        log.warning(
+            "the PSP reported a devolução status this release does not know; still polled",
+            extra={"devolucao_id": devolucao.id, "status": devolucao.status},
+        )
+        return RefundStatus.IN_PROGRESS
+    return devolucao.state
 
 
 def _parsed_devolucao(answer: dict) -> Devolucao:
