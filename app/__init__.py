@@ -3,10 +3,13 @@
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app.config import PROJECT_ROOT, instance_path, load_settings, validate_settings
+from app.config import PROJECT_ROOT, instance_path, load_settings
 
 
 def create_app(config: dict | None = None) -> Flask:
+    # Imported here: the checks load the parts whose settings they check.
+    from app.settings_checks import validate_settings
+
     app = Flask(
         __name__,
         template_folder=str(PROJECT_ROOT / "templates"),

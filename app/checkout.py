@@ -27,7 +27,7 @@ from app.formats.charges import PUBLIC_STATUS
 from app.formats.payments import METHOD_LABELS
 from app.models import Account, KeyMode, Transaction
 from app.models.base import utcnow
-from app.services import charges, receipts, sandbox
+from app.services import charges, receipts, simulated_payer
 from app.services.payments import CARD, METHODS
 
 bp = Blueprint("checkout", __name__, url_prefix="/checkout")
@@ -112,7 +112,7 @@ def simulate_payment(charge_id: str) -> Response:
     if charge.mode is not KeyMode.TEST:
         raise NotFound("No such charge.")
     if charges.payability(charge).allowed:
-        sandbox.pay_by_method(charge, form.method.data or None)
+        simulated_payer.pay_by_method(charge, form.method.data or None)
         db.session.commit()
     return redirect(url_for("checkout.page", charge_id=charge.id), 303)
 
@@ -152,7 +152,7 @@ def card_payment(charge_id: str) -> Response:
         raise InvalidRequest("This form has expired. Reload the page and try again.")
     charge = _test_card_payment(charge_id)
     if charges.payability(charge).allowed:
-        sandbox.pay_by_method(charge, CARD, approved=form.outcome.data == "approve")
+        simulated_payer.pay_by_method(charge, CARD, approved=form.outcome.data == "approve")
         db.session.commit()
     return_url = charge.metadata_.get("returnUrl")
     return redirect(return_url or url_for("checkout.page", charge_id=charge.id), 303)

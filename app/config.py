@@ -15,19 +15,10 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
-from app.pix import locations
-from app.providers.api_pix.client import ApiPixSettings
-from app.providers.api_pix.mapping import payer_document_path
-from app.services import secrets_box
-
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEVELOPMENT_SECRET = "dev-only-insecure-secret-change-me"  # noqa: S105 (refused outside dev)
 LOCAL_ENVIRONMENTS = frozenset({"development", "testing"})
 MIN_IDEMPOTENCY_KEY_TTL_HOURS = 24
-# The live PSP's webhook path carries API_PIX_WEBHOOK_SECRET: long enough not to be guessed.
-MIN_API_PIX_WEBHOOK_SECRET_LENGTH = 32
-# HS256 keys shorter than the hash (32 bytes) can be brute-forced offline from one token.
-MIN_JWT_SECRET_BYTES = 32
 FEE_PARTIES = ("provider", "platform")
 SETTLEMENT_HOLD_PATTERN = re.compile(r"D\+(\d{1,2})|(\d{1,7})s")
 PAYMENT_METHODS = ("PIX", "CREDIT_CARD", "MBWAY", "MULTIBANCO", "BOLETO", "CRYPTO")
@@ -209,8 +200,10 @@ def engine_options(database_url: str) -> dict:
     return {"pool_pre_ping": True, "pool_recycle": 1800, "pool_size": 10, "max_overflow": 5}
 
 
-def validate_settings(config: dict) -> None:
-    """Refuse to start with settings that would be unsafe, rather than run with them."""
+def validate_config(config: dict) -> None:
+    """Refuse to start with settings that would be unsafe, rather than run with them: the
+    ones this module owns. The parts that read settings of their own check those beside
+    their code, and `app.settings_checks` runs every check."""
     if config["APP_ENV"] not in LOCAL_ENVIRONMENTS and DEVELOPMENT_SECRET in (
         config["SECRET_KEY"],
         config["JWT_SECRET"],
@@ -218,7 +211,6 @@ def validate_settings(config: dict) -> None:
         raise RuntimeError(
             "Set SECRET_KEY (and JWT_SECRET) or, on a developer machine, APP_ENV=development."
         )
-    validate_secrets(config)
     validate_fee_schedule(config["FEE_SCHEDULE"])
     if not SETTLEMENT_HOLD_PATTERN.fullmatch(config["SETTLEMENT_HOLD"]):
         raise RuntimeError("SETTLEMENT_HOLD is D+<business days> (e.g. D+1) or <seconds>s.")
@@ -241,76 +233,6 @@ def validate_settings(config: dict) -> None:
         raise RuntimeError("TRUSTED_PROXY_HOPS must be 0 (no proxy in front) or more.")
     if config["LOGIN_MAX_FAILURES_PER_IP"] < 0:
         raise RuntimeError("LOGIN_MAX_FAILURES_PER_IP must be 0 (no limit per address) or more.")
-    location_problem = locations.location_problem(config["PUBLIC_BASE_URL"])
-    if location_problem:
-        raise RuntimeError(location_problem)
-    validate_api_pix(config)
-
-
-def validate_secrets(config: dict) -> None:
-    """Encryption and signing keys must be well formed everywhere; outside a developer
-    machine they must also be set on purpose: a JWT key of its own (so it rotates apart from
-    SECRET_KEY) at least 32 bytes long, explicit SECRETS_ENCRYPTION_KEYS (a key derived from
-    SECRET_KEY would make every webhook secret unreadable when SECRET_KEY changes), and no
-    private webhook destinations."""
-    try:
-        encryption_keys = secrets_box.keys_from_setting(config["SECRETS_ENCRYPTION_KEYS"])
-    except ValueError as error:
-        raise RuntimeError(f"SECRETS_ENCRYPTION_KEYS: {error}") from error
-    if config["APP_ENV"] in LOCAL_ENVIRONMENTS:
-        return
-    jwt_keys = [config["JWT_SECRET"], *config.get("JWT_PREVIOUS_SECRETS", [])]
-    if config["SECRET_KEY"] in jwt_keys:
-        raise RuntimeError("Set JWT_SECRET (and JWT_PREVIOUS_SECRETS) apart from SECRET_KEY.")
-    if any(len(key.encode()) < MIN_JWT_SECRET_BYTES for key in jwt_keys):
-        raise RuntimeError(
-            f"JWT_SECRET and JWT_PREVIOUS_SECRETS keys need at least {MIN_JWT_SECRET_BYTES} "
-            "bytes (HS256)."
-        )
-    if not encryption_keys:
-        raise RuntimeError(
-            "Set SECRETS_ENCRYPTION_KEYS (Fernet keys encrypting webhook secrets at rest)."
-        )
-    if config["WEBHOOK_ALLOW_PRIVATE_TEST_URLS"]:
-        raise RuntimeError(
-            "WEBHOOK_ALLOW_PRIVATE_TEST_URLS is for a developer machine only: it lets "
-            "webhooks reach private addresses."
-        )
-
-
-def validate_api_pix(config: dict) -> None:
-    """With API_PIX_BASE_URL set, live mode runs on that PSP: its settings must be complete,
-    its files present and, outside a developer machine, the transport mutual TLS and the
-    webhook's path secret long enough not to be guessed."""
-    if config["API_PIX_RECONCILE_SECONDS"] < 1:
-        raise RuntimeError("API_PIX_RECONCILE_SECONDS must be at least 1.")
-    if not config.get("API_PIX_BASE_URL"):
-        return
-    try:
-        settings = ApiPixSettings.from_config(config)
-        payer_document_path(config.get("API_PIX_PAYER_DOCUMENT_PATH"))
-    except ValueError as error:
-        raise RuntimeError(f"{error} (needed because API_PIX_BASE_URL is set).") from error
-    files = {
-        "API_PIX_CERT_PATH": settings.cert_path,
-        "API_PIX_KEY_PATH": settings.key_path,
-        "API_PIX_CA_PATH": settings.ca_path,
-    }
-    for name, path in files.items():
-        if path and not Path(path).is_file():
-            raise RuntimeError(f"{name} names no file: {path}")
-    if config["APP_ENV"] not in LOCAL_ENVIRONMENTS:
-        urls = (settings.base_url, settings.token_url)
-        if not settings.cert_path or not all(url.startswith("https://") for url in urls):
-            raise RuntimeError(
-                "API Pix runs over mutual TLS: API_PIX_BASE_URL and API_PIX_TOKEN_URL must be "
-                "https:// and API_PIX_CERT_PATH must name the client certificate."
-            )
-        if len(config.get("API_PIX_WEBHOOK_SECRET") or "") < MIN_API_PIX_WEBHOOK_SECRET_LENGTH:
-            raise RuntimeError(
-                f"API_PIX_WEBHOOK_SECRET must have at least {MIN_API_PIX_WEBHOOK_SECRET_LENGTH} "
-                "characters: it is the only secret in the PSP's webhook path."
-            )
 
 
 def validate_fee_schedule(schedule: dict) -> None:

@@ -9,13 +9,13 @@ from flask import Flask
 from markupsafe import Markup
 
 from app.errors import current_request_id
+from app.formats.money import format_money
 from app.methods import boleto
 
 DISPLAY_TIMEZONE = ZoneInfo("America/Sao_Paulo")
 ZONE_NAMED = "(America/Sao_Paulo)"
 # Where an address may wrap: after `//`, and before `/ . ? # & =` unless just after `/` or `:`.
 URL_BREAK = re.compile(r"(?<=//)(?=[^/])|(?<=[^/:])(?=[/.?#&=])")
-CURRENCY_SYMBOLS = {"BRL": "R$", "EUR": "€", "USD": "US$"}
 
 
 def local_datetime(value: datetime | None) -> str:
@@ -37,14 +37,8 @@ def local_time_element(value: datetime | None) -> Markup:
 
 
 def money(amount: int | None, currency: str = "BRL") -> str:
-    """123456 → R$ 1.234,56 (integer arithmetic: no float ever touches an amount)."""
-    if amount is None:
-        return ""
-    sign = "-" if amount < 0 else ""
-    units, cents = divmod(abs(amount), 100)
-    grouped = f"{units:,}".replace(",", ".")
-    symbol = CURRENCY_SYMBOLS.get(currency, currency)
-    return f"{sign}{symbol} {grouped},{cents:02d}"
+    """123456 → R$ 1.234,56 (`format_money`); a missing amount shows as nothing."""
+    return "" if amount is None else format_money(amount, currency)
 
 
 def breakable_url(url: str) -> Markup:

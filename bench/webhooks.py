@@ -266,9 +266,9 @@ def seed_deliveries(account_id: str, receiver_url: str, total: int) -> tuple[byt
     returns a sample delivery's body and headers. Needs `app_context`."""
     from app.extensions import db
     from app.models import KeyMode
-    from app.services import webhooks
+    from app.services.webhooks import endpoints as webhook_endpoints
 
-    webhooks.create_endpoint(account_id, KeyMode.TEST, receiver_url, [EVENT_TYPE])
+    webhook_endpoints.create_endpoint(account_id, KeyMode.TEST, receiver_url, [EVENT_TYPE])
     db.session.commit()
     record_events(account_id, total)
     relay(total)
@@ -301,7 +301,7 @@ def relay(total: int) -> None:
     deliver jobs the relay's commits enqueue, one per delivery."""
     from app.extensions import WEBHOOK_QUEUE, get_queue
     from app.jobs.webhooks import relay_events
-    from app.services.webhooks import DELIVER_JOB
+    from app.services.webhooks.relay import DELIVER_JOB
 
     queue = get_queue(WEBHOOK_QUEUE)
     queue.empty()
@@ -321,7 +321,7 @@ def sample_request() -> tuple[bytes, dict[str, str]]:
     from app.extensions import db
     from app.formats.webhooks import body_bytes, signature
     from app.models import WebhookDelivery
-    from app.services.webhooks import USER_AGENT
+    from app.services.webhooks.delivery import USER_AGENT
 
     delivery = db.session.scalars(sa.select(WebhookDelivery).limit(1)).one()
     body = body_bytes(delivery.payload)

@@ -10,8 +10,9 @@ front of the service (deploy/nginx/acme.conf verifies the PSP's client certifica
 the PSP's CA on this path), so no certificate reaches Flask. Behind it, the path secret is
 compared in constant time; an empty setting or a wrong secret answers the same 404 as an
 unknown route. The request log shows the secret's segment as `***` (`app.logs`); outside
-development it must have at least 32 characters (`config.validate_api_pix`). And the body is
-never believed: every Pix it names is confirmed with the PSP before anything is credited
+development it must have at least 32 characters
+(`providers/api_pix/settings_check.validate_api_pix`). And the body is never believed: every
+Pix it names is confirmed with the PSP before anything is credited
 (`api_pix_inbound.apply_webhook`), so a forged call that passed both credits nothing. No API
 key, no cookie, so no CSRF token either.
 

@@ -15,14 +15,14 @@ from app.api.schemas.charges import (
     PixChargeCreateSchema,
     SandboxPaymentSchema,
 )
-from app.api.security import API_KEY_SECURITY, require_api_key
+from app.api.security import ApiKeyView
 from app.errors import NotFound
 from app.extensions import Blueprint, db
 from app.formats.charges import ChargeSchema
 from app.formats.locations import location_payload
 from app.models import Account, KeyMode
 from app.pix import locations, qr
-from app.services import charges, sandbox
+from app.services import charges, simulated_payer
 from app.services.charges import ChargeQuery
 
 IDEMPOTENCY_PARAMETER = {
@@ -32,7 +32,7 @@ IDEMPOTENCY_PARAMETER = {
     "schema": {"type": "string", "minLength": 8, "maxLength": 128},
     "description": "Required; a retry with the same key returns the first answer.",
 }
-CREATE_DOC = {"security": API_KEY_SECURITY, "parameters": [IDEMPOTENCY_PARAMETER]}
+CREATE_DOC = {"parameters": [IDEMPOTENCY_PARAMETER]}
 
 blp = Blueprint("charges", __name__, url_prefix="/v1/charges", description="Pix charges (apikey)")
 pix_blp = Blueprint("pix", __name__, url_prefix="/v1/pix", description="Pix shortcut and codes")
@@ -49,9 +49,7 @@ def _create(new: charges.NewCharge):
 
 
 @blp.route("")
-class Charges(MethodView):
-    decorators = [require_api_key]
-
+class Charges(ApiKeyView):
     @blp.doc(**CREATE_DOC)
     @idempotent("header")
     @blp.arguments(ChargeCreateSchema)
@@ -61,7 +59,6 @@ class Charges(MethodView):
         """Create a Pix charge: the answer carries the BR Code, QR and checkout address."""
         return _create(new)
 
-    @blp.doc(security=API_KEY_SECURITY)
     @blp.arguments(ChargeQuerySchema, location="query", unknown=ma.RAISE)
     @blp.response(200, ChargeListSchema)
     @blp.errors(400, 401)
@@ -78,10 +75,7 @@ class Charges(MethodView):
 
 
 @blp.route("/<charge_id>")
-class ChargeById(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class ChargeById(ApiKeyView):
     @blp.response(200, ChargeSchema)
     @blp.errors(401, 404)
     def get(self, charge_id):
@@ -92,9 +86,7 @@ class ChargeById(MethodView):
 
 
 @pix_blp.route("/charges")
-class PixCharges(MethodView):
-    decorators = [require_api_key]
-
+class PixCharges(ApiKeyView):
     @pix_blp.doc(**CREATE_DOC)
     @idempotent("header")
     @pix_blp.arguments(PixChargeCreateSchema)
@@ -154,10 +146,7 @@ def _located(location_id: str | None):
 
 
 @sandbox_blp.route("/charges/<charge_id>/pay")
-class SandboxPayment(MethodView):
-    decorators = [require_api_key]
-
-    @sandbox_blp.doc(security=API_KEY_SECURITY)
+class SandboxPayment(ApiKeyView):
     @sandbox_blp.arguments(SandboxPaymentSchema, required=False)
     @sandbox_blp.response(200, ChargeSchema)
     @sandbox_blp.errors(400, 401, 404)
@@ -166,6 +155,6 @@ class SandboxPayment(MethodView):
         if g.api_key.mode is not KeyMode.TEST:
             raise NotFound("No such charge.")
         charge = charges.get_charge(g.account_id, KeyMode.TEST, charge_id)
-        sandbox.simulate_payment(charge, **payment)
+        simulated_payer.simulate_payment(charge, **payment)
         db.session.commit()
         return charge

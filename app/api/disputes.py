@@ -7,7 +7,6 @@ A caller only ever sees its own cases: every id outside its account and mode is 
 
 import marshmallow as ma
 from flask import g
-from flask.views import MethodView
 
 from app.api.schemas.disputes import (
     AppealSchema,
@@ -18,7 +17,7 @@ from app.api.schemas.disputes import (
     SandboxDecisionSchema,
     SandboxDisputeSchema,
 )
-from app.api.security import API_KEY_SECURITY, require_api_key
+from app.api.security import ApiKeyView
 from app.errors import NotFound
 from app.extensions import Blueprint, db
 from app.formats.disputes import (
@@ -30,14 +29,15 @@ from app.formats.disputes import (
     upload_ticket_fields,
 )
 from app.models import DisputeCase, KeyMode
-from app.services import charges, disputes, sandbox
+from app.services import charges, simulated_payer
+from app.services.disputes import cases, listing
+from app.services.disputes import evidence as dispute_evidence
 
 CASE_ROUTE_PREFIXES = {
     "med_cases": "/v1/med/cases",
     "infractions": "/v1/infractions",
     "infraction_cases": "/v1/infractions/cases",
 }
-DOC = {"security": API_KEY_SECURITY}
 
 
 def _case_blueprint(name: str, prefix: str) -> Blueprint:
@@ -46,17 +46,14 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
     blp = Blueprint(name, __name__, url_prefix=prefix, description=f"Dispute cases{alias}")
 
     @blp.route("")
-    class Cases(MethodView):
-        decorators = [require_api_key]
-
-        @blp.doc(**DOC)
+    class Cases(ApiKeyView):
         @blp.arguments(CaseQuerySchema, location="query", unknown=ma.RAISE)
         @blp.response(200, CaseListSchema)
         @blp.errors(400, 401)
         def get(self, query):
             """List your dispute cases, newest first, with cursor pagination."""
-            page = disputes.list_cases(g.account_id, g.api_key.mode, query)
-            counts = disputes.evidence_counts([case.id for case in page.data])
+            page = listing.list_cases(g.account_id, g.api_key.mode, query)
+            counts = listing.evidence_counts([case.id for case in page.data])
             return {
                 "object": "list",
                 "data": [med_case_fields(case, counts[case.id]) for case in page.data],
@@ -65,82 +62,70 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
             }
 
     @blp.route("/<case_id>")
-    class CaseById(MethodView):
-        decorators = [require_api_key]
-
-        @blp.doc(**DOC)
+    class CaseById(ApiKeyView):
         @blp.response(200, MedCaseSchema)
         @blp.errors(401, 404)
         def get(self, case_id):
             """Read one of your dispute cases."""
-            return _case(disputes.get_case(g.account_id, g.api_key.mode, case_id))
+            return _case(listing.get_case(g.account_id, g.api_key.mode, case_id))
 
     @blp.route("/<case_id>/appeal")
-    class Appeal(MethodView):
-        decorators = [require_api_key]
-
-        @blp.doc(**DOC)
+    class Appeal(ApiKeyView):
         @blp.arguments(AppealSchema)
         @blp.response(200, MedCaseSchema)
         @blp.errors(400, 401, 404)
         def post(self, body, case_id):
             """Contest an open case (reason 5-2000 characters); the amount stays held."""
-            case = disputes.appeal(g.account_id, g.api_key.mode, case_id, body["reason"])
+            case = cases.appeal(g.account_id, g.api_key.mode, case_id, body["reason"])
             db.session.commit()
             return _case(case)
 
     @blp.route("/<case_id>/accept")
-    class Accept(MethodView):
-        decorators = [require_api_key]
-
-        @blp.doc(**DOC)
+    class Accept(ApiKeyView):
         @blp.response(200, MedCaseSchema)
         @blp.errors(400, 401, 404, 409)
         def post(self, case_id):
             """Accept an open case: final, money outcome `lost`."""
-            case = disputes.accept(g.account_id, g.api_key.mode, case_id)
+            case = cases.accept(g.account_id, g.api_key.mode, case_id)
             db.session.commit()
             return _case(case)
 
     @blp.route("/<case_id>/evidence")
-    class Evidence(MethodView):
-        decorators = [require_api_key]
-
-        @blp.doc(**DOC)
+    class Evidence(ApiKeyView):
         @blp.response(200, EvidenceListSchema)
         @blp.errors(401, 404, 503)
         def get(self, case_id):
             """Confirmed evidence of the case, newest first, each with a 5-minute view_url."""
-            items = disputes.list_evidence(g.account_id, g.api_key.mode, case_id)
+            items = dispute_evidence.list_evidence(g.account_id, g.api_key.mode, case_id)
             return {
                 "object": "list",
-                "data": [evidence_fields(item, disputes.view_url(item)) for item in items],
+                "data": [evidence_fields(item, dispute_evidence.view_url(item)) for item in items],
             }
 
-        @blp.doc(**DOC)
         @blp.arguments(EvidenceTicketRequestSchema)
         @blp.response(201, UploadTicketSchema)
         @blp.errors(400, 401, 404, 409, 503)
         def post(self, body, case_id):
             """Step 1 of 3: a signed address to PUT the file to, with exactly these headers
             and no API credentials, within 900 seconds."""
-            evidence, ticket = disputes.create_upload(g.account_id, g.api_key.mode, case_id, **body)
+            evidence, ticket = dispute_evidence.create_upload(
+                g.account_id, g.api_key.mode, case_id, **body
+            )
             db.session.commit()
             return upload_ticket_fields(evidence, ticket)
 
     @blp.route("/<case_id>/evidence/<evidence_id>/complete")
-    class CompleteEvidence(MethodView):
-        decorators = [require_api_key]
-
-        @blp.doc(**DOC)
+    class CompleteEvidence(ApiKeyView):
         @blp.response(200, EvidenceSchema)
         @blp.errors(401, 404, 409, 503)
         def post(self, case_id, evidence_id):
             """Step 3 of 3: confirm the upload (idempotent); 409 EVIDENCE_NOT_UPLOADED or
             EVIDENCE_SIZE_MISMATCH when the storage does not hold the declared file."""
-            evidence = disputes.complete_upload(g.account_id, g.api_key.mode, case_id, evidence_id)
+            evidence = dispute_evidence.complete_upload(
+                g.account_id, g.api_key.mode, case_id, evidence_id
+            )
             db.session.commit()
-            return evidence_fields(evidence, disputes.view_url(evidence))
+            return evidence_fields(evidence, dispute_evidence.view_url(evidence))
 
     return blp
 
@@ -158,10 +143,7 @@ sandbox_disputes_blp = Blueprint(
 
 
 @sandbox_disputes_blp.route("/charges/<charge_id>/dispute")
-class SandboxDispute(MethodView):
-    decorators = [require_api_key]
-
-    @sandbox_disputes_blp.doc(**DOC)
+class SandboxDispute(ApiKeyView):
     @sandbox_disputes_blp.arguments(SandboxDisputeSchema, required=False)
     @sandbox_disputes_blp.response(201, MedCaseSchema)
     @sandbox_disputes_blp.alt_response(200, schema=MedCaseSchema, description="Re-delivery.")
@@ -170,45 +152,39 @@ class SandboxDispute(MethodView):
         """The payer's bank disputes a paid test charge; the same notification again (same
         external_id) returns its case with 200."""
         charge = charges.get_charge(g.account_id, _test_mode(), charge_id)
-        case, created = sandbox.open_dispute(charge, report)
+        case, created = simulated_payer.open_dispute(charge, report)
         db.session.commit()
         return _case(case), 201 if created else 200
 
 
 @sandbox_disputes_blp.route("/med/cases/<case_id>/request-evidence")
-class SandboxEvidenceRequest(MethodView):
-    decorators = [require_api_key]
-
-    @sandbox_disputes_blp.doc(**DOC)
+class SandboxEvidenceRequest(ApiKeyView):
     @sandbox_disputes_blp.response(200, MedCaseSchema)
     @sandbox_disputes_blp.errors(401, 404, 409)
     def post(self, case_id):
         """The platform asks for evidence on a test case (`evidence_requested_at`)."""
-        case = disputes.get_case(g.account_id, _test_mode(), case_id)
-        case = disputes.request_evidence(case.id)
+        case = listing.get_case(g.account_id, _test_mode(), case_id)
+        case = cases.request_evidence(case.id)
         db.session.commit()
         return _case(case)
 
 
 @sandbox_disputes_blp.route("/med/cases/<case_id>/decision")
-class SandboxDecision(MethodView):
-    decorators = [require_api_key]
-
-    @sandbox_disputes_blp.doc(**DOC)
+class SandboxDecision(ApiKeyView):
     @sandbox_disputes_blp.arguments(SandboxDecisionSchema)
     @sandbox_disputes_blp.response(200, MedCaseSchema)
     @sandbox_disputes_blp.errors(400, 401, 404, 409)
     def post(self, body, case_id):
         """The dispute channel decides a test case: rejected (lost), refunded_to_merchant
         or closed_without_refund."""
-        case = disputes.get_case(g.account_id, _test_mode(), case_id)
-        case = disputes.decide(case.id, body["decision"], note=body.get("note"))
+        case = listing.get_case(g.account_id, _test_mode(), case_id)
+        case = cases.decide(case.id, body["decision"], note=body.get("note"))
         db.session.commit()
         return _case(case)
 
 
 def _case(case: DisputeCase) -> dict:
-    return med_case_fields(case, disputes.evidence_counts([case.id])[case.id])
+    return med_case_fields(case, listing.evidence_counts([case.id])[case.id])
 
 
 def _test_mode() -> KeyMode:

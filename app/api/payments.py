@@ -6,7 +6,6 @@ the sandbox's payment of a test transaction by any method.
 import base64
 
 from flask import g
-from flask.views import MethodView
 
 from app.api.idempotency import idempotent
 from app.api.schemas.payments import (
@@ -24,13 +23,13 @@ from app.api.schemas.payments import (
     StatsQuerySchema,
     StatsSchema,
 )
-from app.api.security import API_KEY_SECURITY, require_api_key
+from app.api.security import ApiKeyView
 from app.errors import InvalidRequest, NotFound
 from app.extensions import Blueprint, db
 from app.formats.payments import PaymentCreatedSchema, PaymentSchema, RefundSchema, refund_fields
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
-from app.services import payment_stats, payments, receipts, refunds, sandbox
+from app.services import payment_stats, payments, receipts, refunds, simulated_payer
 from app.services.payments import PaymentQuery
 
 blp = Blueprint(
@@ -42,14 +41,10 @@ sandbox_payments_blp = Blueprint(
     url_prefix="/v1/sandbox/payments",
     description="Sandbox (test-mode keys only)",
 )
-DOC = {"security": API_KEY_SECURITY}
 
 
 @blp.route("")
-class Payments(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class Payments(ApiKeyView):
     @idempotent("body")
     @blp.arguments(PaymentCreateSchema)
     @blp.response(201, PaymentCreatedSchema)
@@ -58,7 +53,6 @@ class Payments(MethodView):
         """Create a payment; its method fields appear on GET once the provider finalises it."""
         return payments.create_payment(g.account_id, g.api_key.mode, new)
 
-    @blp.doc(**DOC)
     @blp.arguments(PaymentQuerySchema, location="query", unknown="raise")
     @blp.response(200, PaymentPageSchema)
     @blp.errors(400, 401)
@@ -85,10 +79,7 @@ class Payments(MethodView):
 
 
 @blp.route("/stats")
-class PaymentStats(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentStats(ApiKeyView):
     @blp.arguments(StatsQuerySchema, location="query", unknown="raise")
     @blp.response(200, StatsSchema)
     @blp.errors(400, 401)
@@ -99,10 +90,7 @@ class PaymentStats(MethodView):
 
 
 @blp.route("/metrics")
-class PaymentMetrics(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentMetrics(ApiKeyView):
     @blp.arguments(MetricsQuerySchema, location="query", unknown="raise")
     @blp.response(200, MetricsSchema)
     @blp.errors(400, 401)
@@ -116,10 +104,7 @@ class PaymentMetrics(MethodView):
 
 
 @blp.route("/<payment_id>")
-class PaymentById(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentById(ApiKeyView):
     @blp.response(200, PaymentSchema)
     @blp.errors(401, 404)
     def get(self, payment_id):
@@ -130,10 +115,7 @@ class PaymentById(MethodView):
 
 
 @blp.route("/<payment_id>/cancel")
-class PaymentCancellation(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentCancellation(ApiKeyView):
     @blp.response(200, PaymentSchema)
     @blp.errors(401, 404, 409, 422, 503)
     def post(self, payment_id):
@@ -144,10 +126,7 @@ class PaymentCancellation(MethodView):
 
 
 @blp.route("/<payment_id>/refund")
-class PaymentRefund(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentRefund(ApiKeyView):
     @idempotent("body")
     @blp.arguments(RefundCreateSchema)
     @blp.response(201, RefundSchema)
@@ -159,10 +138,7 @@ class PaymentRefund(MethodView):
 
 
 @blp.route("/<payment_id>/refunds")
-class PaymentRefunds(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentRefunds(ApiKeyView):
     @blp.response(200, RefundListSchema)
     @blp.errors(401, 404)
     def get(self, payment_id):
@@ -173,10 +149,7 @@ class PaymentRefunds(MethodView):
 
 
 @blp.route("/<payment_id>/refunds/<refund_id>/cancel")
-class PaymentRefundCancellation(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentRefundCancellation(ApiKeyView):
     @blp.response(200, RefundSchema)
     @blp.errors(401, 404, 409)
     def post(self, payment_id, refund_id):
@@ -188,10 +161,7 @@ class PaymentRefundCancellation(MethodView):
 
 
 @blp.route("/<payment_id>/resend-webhook")
-class PaymentWebhookResend(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentWebhookResend(ApiKeyView):
     @blp.response(200, ResendSchema)
     @blp.errors(401, 404)
     def post(self, payment_id):
@@ -202,10 +172,7 @@ class PaymentWebhookResend(MethodView):
 
 
 @blp.route("/<payment_id>/provider-status")
-class PaymentProviderStatus(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentProviderStatus(ApiKeyView):
     @blp.response(200, ProviderStatusSchema)
     @blp.errors(401, 404, 503)
     def get(self, payment_id):
@@ -216,10 +183,7 @@ class PaymentProviderStatus(MethodView):
 
 
 @blp.route("/<payment_id>/receipt")
-class PaymentReceipt(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(**DOC)
+class PaymentReceipt(ApiKeyView):
     @blp.response(200, ReceiptSchema)
     @blp.errors(401, 404, 409)
     def get(self, payment_id):
@@ -230,10 +194,7 @@ class PaymentReceipt(MethodView):
 
 
 @sandbox_payments_blp.route("/<payment_id>/pay")
-class SandboxMethodPayment(MethodView):
-    decorators = [require_api_key]
-
-    @sandbox_payments_blp.doc(**DOC)
+class SandboxMethodPayment(ApiKeyView):
     @sandbox_payments_blp.arguments(SandboxMethodPaymentSchema, required=False)
     @sandbox_payments_blp.response(200, PaymentSchema)
     @sandbox_payments_blp.errors(400, 401, 404, 409)
@@ -242,6 +203,8 @@ class SandboxMethodPayment(MethodView):
         if g.api_key.mode is not KeyMode.TEST:
             raise NotFound("No such charge.")
         transaction = payments.get_payment(g.account_id, KeyMode.TEST, payment_id)
-        sandbox.pay_by_method(transaction, payment.get("method"), approved=payment["approved"])
+        simulated_payer.pay_by_method(
+            transaction, payment.get("method"), approved=payment["approved"]
+        )
         db.session.commit()
         return transaction

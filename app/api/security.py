@@ -8,6 +8,7 @@ are declared here too, so the document says which routes need which credential.
 from functools import wraps
 
 from flask import after_this_request, g, request
+from flask.views import MethodView, http_method_funcs
 
 from app.errors import Unauthorized
 from app.extensions import db
@@ -46,6 +47,26 @@ def require_api_key(view):
         return view(*args, **kwargs)
 
     return wrapper
+
+
+class ApiKeyView(MethodView):
+    """A view every method of which needs an API key: `require_api_key` guards it and its
+    OpenAPI operations name the `apikey` scheme, declared here once instead of per method."""
+
+    decorators = [require_api_key]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in http_method_funcs & cls.__dict__.keys():
+            _document_api_key(getattr(cls, name))
+
+
+def _document_api_key(operation) -> None:
+    """Put `security` first in the operation's manual OpenAPI doc (flask-smorest's `_apidoc`),
+    where an outermost `@blp.doc(security=…)` put it, so the document keeps its key order."""
+    apidoc = getattr(operation, "_apidoc", {})
+    manual_doc = {"security": API_KEY_SECURITY, **apidoc.get("manual_doc", {})}
+    operation._apidoc = {**apidoc, "manual_doc": manual_doc}
 
 
 def require_jwt(view):

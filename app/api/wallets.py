@@ -1,10 +1,9 @@
 """Wallets (apikey): balances per currency of the key's mode, read-only."""
 
 from flask import g
-from flask.views import MethodView
 
 from app.api.schemas.wallets import BalanceQuerySchema, BalanceSchema, WalletSchema
-from app.api.security import API_KEY_SECURITY, require_api_key
+from app.api.security import ApiKeyView
 from app.extensions import Blueprint
 from app.services import wallets
 
@@ -31,10 +30,7 @@ def _flat(balance: wallets.Balance) -> dict:
 
 
 @blp.route("/balance")
-class WalletBalance(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class WalletBalance(ApiKeyView):
     @blp.arguments(BalanceQuerySchema, location="query", unknown="raise")
     @blp.response(200, BalanceSchema)
     @blp.errors(400, 401)
@@ -55,10 +51,7 @@ class WalletBalance(MethodView):
 
 
 @blp.route("")
-class Wallets(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class Wallets(ApiKeyView):
     @blp.response(200, WalletSchema(many=True))
     @blp.errors(401)
     def get(self):

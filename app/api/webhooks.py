@@ -24,69 +24,63 @@ from app.api.schemas.webhooks import (
     RotateSecretSchema,
     SecretSchema,
 )
-from app.api.security import API_KEY_SECURITY, require_api_key
+from app.api.security import ApiKeyView
 from app.errors import InvalidRequest
 from app.extensions import Blueprint, db
+from app.formats import event_catalog
 from app.formats.webhooks import delivery_fields, endpoint_fields
-from app.services import event_catalog, webhooks
+from app.services.webhooks import endpoints as webhook_endpoints
+from app.services.webhooks import log as delivery_log
+from app.services.webhooks import relay
 
 blp = Blueprint("webhooks", __name__, url_prefix="/v1/webhooks", description="Webhooks (apikey)")
 
 
 @blp.route("/endpoints")
-class Endpoints(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class Endpoints(ApiKeyView):
     @blp.arguments(EndpointCreateSchema)
     @blp.response(201, EndpointWithSecretSchema)
     @blp.errors(400, 401)
     def post(self, body):
         """Register an endpoint; its signing secret is in this answer only."""
-        endpoint, secret = webhooks.create_endpoint(
+        endpoint, secret = webhook_endpoints.create_endpoint(
             g.account_id, g.api_key.mode, body["url"], body["events"]
         )
         db.session.commit()
         return {**endpoint_fields(endpoint), "secret": secret}
 
-    @blp.doc(security=API_KEY_SECURITY)
     @blp.response(200, EndpointListSchema)
     @blp.errors(401)
     def get(self):
         """The account's endpoints (never their secrets)."""
-        endpoints = webhooks.list_endpoints(g.account_id, g.api_key.mode)
+        endpoints = webhook_endpoints.list_endpoints(g.account_id, g.api_key.mode)
         return {"data": [endpoint_fields(e) for e in endpoints]}
 
 
 @blp.route("/endpoints/<endpoint_id>")
-class EndpointById(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class EndpointById(ApiKeyView):
     @blp.arguments(EndpointUpdateSchema, required=False)
     @blp.response(200, EndpointUpdatedSchema)
     @blp.errors(400, 401, 404)
     def patch(self, changes, endpoint_id):
         """Change url, events or status (only the fields sent: with no body, nothing)."""
-        endpoint = webhooks.update_endpoint(g.account_id, g.api_key.mode, endpoint_id, changes)
+        endpoint = webhook_endpoints.update_endpoint(
+            g.account_id, g.api_key.mode, endpoint_id, changes
+        )
         db.session.commit()
         return endpoint_fields(endpoint)
 
-    @blp.doc(security=API_KEY_SECURITY)
     @blp.response(200, DeletedSchema)
     @blp.errors(401, 404)
     def delete(self, endpoint_id):
         """Delete an endpoint; deliveries still waiting for it are abandoned (CANCELLED)."""
-        webhooks.delete_endpoint(g.account_id, g.api_key.mode, endpoint_id)
+        webhook_endpoints.delete_endpoint(g.account_id, g.api_key.mode, endpoint_id)
         db.session.commit()
         return {"deleted": True}
 
 
 @blp.route("/endpoints/<endpoint_id>/rotate-secret")
-class EndpointSecret(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class EndpointSecret(ApiKeyView):
     @blp.arguments(RotateSecretSchema, required=False)
     @blp.response(200, SecretSchema)
     @blp.errors(400, 401, 404)
@@ -94,22 +88,21 @@ class EndpointSecret(MethodView):
         """A new secret, used by every delivery from now on (no overlap window)."""
         if body.get("id", endpoint_id) != endpoint_id:
             raise InvalidRequest("id must be this endpoint's id.", param="id")
-        endpoint, secret = webhooks.rotate_secret(g.account_id, g.api_key.mode, endpoint_id)
+        endpoint, secret = webhook_endpoints.rotate_secret(
+            g.account_id, g.api_key.mode, endpoint_id
+        )
         db.session.commit()
         return {"id": endpoint.id, "secret": secret}
 
 
 @blp.route("/endpoints/<endpoint_id>/recover")
-class EndpointRecovery(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class EndpointRecovery(ApiKeyView):
     @blp.arguments(RecoverSchema)
     @blp.response(200, RecoveredSchema)
     @blp.errors(400, 401, 404)
     def post(self, body, endpoint_id):
         """Resend every FAILED (dead-lettered) delivery of the endpoint since a time."""
-        count = webhooks.recover(g.account_id, g.api_key.mode, endpoint_id, body["since"])
+        count = relay.recover(g.account_id, g.api_key.mode, endpoint_id, body["since"])
         db.session.commit()
         return {"recovered": count}
 
@@ -131,16 +124,13 @@ class EventCatalog(MethodView):
 
 
 @blp.route("/deliveries")
-class Deliveries(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class Deliveries(ApiKeyView):
     @blp.arguments(DeliveryQuerySchema, location="query", unknown="raise")
     @blp.response(200, DeliveryPageSchema)
     @blp.errors(400, 401)
     def get(self, query):
         """The delivery log, newest first, with filters."""
-        rows, total = webhooks.list_deliveries(
+        rows, total = delivery_log.list_deliveries(
             g.account_id,
             g.api_key.mode,
             status=query.get("status"),
@@ -158,26 +148,20 @@ class Deliveries(MethodView):
 
 
 @blp.route("/deliveries/<delivery_id>/retry")
-class DeliveryRetry(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class DeliveryRetry(ApiKeyView):
     @blp.response(201, DeliverySchema)
     @blp.errors(401, 404)
     def post(self, delivery_id):
         """Send a past delivery again (a new delivery of the same event, same evt_ id)."""
-        delivery = webhooks.resend(g.account_id, g.api_key.mode, delivery_id)
+        delivery = relay.resend(g.account_id, g.api_key.mode, delivery_id)
         db.session.commit()
         return delivery_fields(delivery)
 
 
 @blp.route("/stats")
-class DeliveryStats(MethodView):
-    decorators = [require_api_key]
-
-    @blp.doc(security=API_KEY_SECURITY)
+class DeliveryStats(ApiKeyView):
     @blp.response(200, DeliveryStatsSchema)
     @blp.errors(401)
     def get(self):
         """How many deliveries are in each status."""
-        return webhooks.stats(g.account_id, g.api_key.mode)
+        return delivery_log.stats(g.account_id, g.api_key.mode)

@@ -12,7 +12,8 @@ from app.cli.api_pix import api_pix_cli
 from app.errors import ApiError
 from app.extensions import db
 from app.models import Account, KeyMode, Role
-from app.services import accounts, api_keys, demo, dispute_holds, ledger, webhooks
+from app.services import accounts, api_keys, demo, dispute_holds, ledger
+from app.services.webhooks import endpoints as webhook_endpoints
 
 accounts_cli = AppGroup("accounts", help="Merchant accounts.")
 users_cli = AppGroup("users", help="People who log in to the dashboard.")
@@ -161,7 +162,7 @@ def check_ledger() -> None:
 @secrets_cli.command("reencrypt")
 def reencrypt_secrets() -> None:
     """Re-encrypt webhook secrets under the first key of SECRETS_ENCRYPTION_KEYS."""
-    count = webhooks.reencrypt_secrets()
+    count = webhook_endpoints.reencrypt_secrets()
     db.session.commit()
     click.echo(f"re-encrypted {count} webhook secrets with the newest key")
 

@@ -59,6 +59,7 @@ def register_dashboard(app: Flask) -> None:
         dispute_operations,
         disputes,
         overview,
+        payment_detail,
         payments,
         payouts,
         psp_notices,

@@ -22,7 +22,13 @@ from app.extensions import db
 from app.formats import charges as charge_format
 from app.models import RefundStatus, Transaction, Withdrawal
 from app.providers.base import ProviderError
-from app.services import accounts, payout_review, payouts, pix_payments, review
+from app.services import (
+    accounts,
+    held_payment_review,
+    payout_review,
+    payouts,
+    pix_payments,
+)
 from app.templating import money
 
 # What staff are told after returning a held Pix: the return's own status, never a success it
@@ -39,7 +45,7 @@ def back_office() -> ResponseReturnValue:
     return render_template(
         "dashboard/back_office.html",
         summaries=accounts.platform_accounts(),
-        held_charges=review.review_queue(),
+        held_charges=held_payment_review.review_queue(),
         pending_payouts=payout_review.pending_payouts_with_accounts(),
         confirm_form=ConfirmForm(formdata=None),
         rejection_form=PayoutRejectionForm(formdata=None),

@@ -2,24 +2,22 @@
 
 `/dashboard/charges` and `/dashboard/charges/<id>` redirect there with equivalent filters, so
 bookmarks and shared links keep working; the test Pix charge form still posts to
-`/dashboard/charges` (see `payments.create_test_charge`). `MODES` is the dashboard's mode
-switch, shared by every page.
+`/dashboard/charges` (see `payments.create_test_charge`).
 """
 
 from flask import g, redirect, request, url_for
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
+from app.dashboard.params import MODES, choice_arg, limit_arg, mode_arg
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest, NotFound
 from app.extensions import db
 from app.formats.charges import PUBLIC_STATUSES
 from app.models import KeyMode, TransactionStatus
 from app.services import payments
-from app.services.charges import MAX_LIST_LIMIT
 from app.services.payments import DEFAULT_PAGE_LIMIT, PaymentQuery
 
-MODES = {"test": KeyMode.TEST, "live": KeyMode.LIVE}
 S = TransactionStatus
 # A public charge status → the transaction status the payments list filters by. The list
 # takes one status, so `pending` leaves out PENDING (a payment's first seconds, before the
@@ -41,7 +39,7 @@ STATUS_FOR_PUBLIC = {
 def charges_page() -> ResponseReturnValue:
     """→ the payments list: same mode, status and page size; a `starting_after` cursor
     becomes the page holding the charge that came after it."""
-    mode, status, limit = _mode_name(), _status(), _limit()
+    mode, status, limit = mode_arg(), _status(), limit_arg(default=None)
     args: dict = {"mode": mode}
     if status is not None:
         args["status"] = status.value
@@ -59,7 +57,7 @@ def charges_page() -> ResponseReturnValue:
 @member_required
 def charge_page(charge_id: str) -> ResponseReturnValue:
     """→ the payment page of the same transaction (it takes `ch_` ids too)."""
-    return redirect(url_for("dashboard.payment_page", payment_id=charge_id, mode=_mode_name()), 301)
+    return redirect(url_for("dashboard.payment_page", payment_id=charge_id, mode=mode_arg()), 301)
 
 
 def _page_after(mode: KeyMode, status: TransactionStatus | None, cursor: str, limit: int) -> int:
@@ -81,26 +79,6 @@ def _page_after(mode: KeyMode, status: TransactionStatus | None, cursor: str, li
     return newer // limit + 1
 
 
-def _mode_name() -> str:
-    mode = request.args.get("mode") or "test"
-    if mode not in MODES:
-        raise InvalidRequest("mode is test or live.", param="mode")
-    return mode
-
-
 def _status() -> TransactionStatus | None:
-    status = request.args.get("status") or None
-    if status is not None and status not in PUBLIC_STATUSES:
-        raise InvalidRequest(
-            "status is one of: " + ", ".join(PUBLIC_STATUSES) + ".", param="status"
-        )
+    status = choice_arg("status", PUBLIC_STATUSES)
     return STATUS_FOR_PUBLIC[status] if status else None
-
-
-def _limit() -> int | None:
-    text = request.args.get("limit") or None
-    if text is None:
-        return None
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_LIST_LIMIT:
-        raise InvalidRequest(f"limit is a number from 1 to {MAX_LIST_LIMIT}.", param="limit")
-    return int(text)

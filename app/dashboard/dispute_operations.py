@@ -2,11 +2,11 @@
 account, and the dispute channel's actions on them (ask the merchant for evidence, decide),
 plus recording a dispute the channel reported on a paid charge.
 
-The actions call `disputes.request_evidence`, `disputes.decide` and `disputes.open_case`, the
+The actions call `disputes.cases` (`request_evidence`, `decide`, `open_case`), the
 functions behind the sandbox's dispute channel, so the money each moves (the hold, its release
 or loss) is decided in one place and audited there with the staff user. A case whose reported
 amount differs from its charge's held nothing: the desk flags it for manual handling, and
-staff confirm the amount to hold (`disputes.confirm_amount`) before it can be lost.
+staff confirm the amount to hold (`cases.confirm_amount`) before it can be lost.
 """
 
 from collections.abc import Callable
@@ -31,8 +31,10 @@ from app.errors import ApiError
 from app.extensions import db
 from app.formats import charges as charge_format
 from app.models import DisputeCase, DisputeType
-from app.services import dispute_review, disputes
-from app.services.disputes import DisputeNotice
+from app.services import dispute_review
+from app.services.disputes import cases
+from app.services.disputes.cases import DisputeNotice
+from app.services.disputes.evidence import view_url
 from app.templating import DISPLAY_TIMEZONE, money
 
 BACK_OFFICE_SOURCE = "back_office"
@@ -55,7 +57,7 @@ def open_dispute_case() -> ResponseReturnValue:
     if not form.validate_on_submit():
         return _desk_page(open_form=form, status=400)
     try:
-        case, created = disputes.open_case(
+        case, created = cases.open_case(
             charge_format.raw_id(form.charge_id.data.strip()),
             _notice(form),
             source=BACK_OFFICE_SOURCE,
@@ -77,7 +79,7 @@ def open_dispute_case() -> ResponseReturnValue:
 def request_dispute_evidence(case_id: str) -> ResponseReturnValue:
     """Ask the merchant for evidence: the case records when, and the merchant is notified."""
     return _acted(
-        lambda: disputes.request_evidence(case_id, current_user.id),
+        lambda: cases.request_evidence(case_id, current_user.id),
         lambda case: f"Evidence requested for case {case.id}; the merchant is notified.",
     )
 
@@ -88,9 +90,7 @@ def decide_dispute(case_id: str) -> ResponseReturnValue:
     """Apply the channel's decision; the held amount is released or sent to the payer."""
     form = submitted(DisputeDecisionForm())
     return _acted(
-        lambda: disputes.decide(
-            case_id, form.decision.data, current_user.id, form.note.data or None
-        ),
+        lambda: cases.decide(case_id, form.decision.data, current_user.id, form.note.data or None),
         lambda case: f"Case {case.id} decided: {DECISION_LABELS[form.decision.data]}.",
     )
 
@@ -105,7 +105,7 @@ def confirm_dispute_amount(case_id: str) -> ResponseReturnValue:
         flash(f"{form.amount.label.text}: " + " ".join(form.amount.errors), "error")
         return redirect(url_for("dashboard.dispute_operations"), 303)
     return _acted(
-        lambda: disputes.confirm_amount(case_id, form.amount.data, current_user.id),
+        lambda: cases.confirm_amount(case_id, form.amount.data, current_user.id),
         lambda case: f"Case {case.id}: {_held(case)}",
     )
 
@@ -116,7 +116,7 @@ def _desk_page(
     html = render_template(
         "dashboard/back_office_disputes.html",
         items=dispute_review.cases_under_review(),
-        view_url=disputes.view_url,  # signed for 5 minutes from now, so made at render time
+        view_url=view_url,  # signed for 5 minutes from now, so made at render time
         decision_form=DisputeDecisionForm(formdata=None),
         confirm_form=ConfirmDisputeAmountForm(formdata=None),
         open_form=open_form or BackOfficeDisputeForm(formdata=None),

@@ -1,7 +1,7 @@
 """Disputes in the dashboard: the account's cases with their filters, deadlines and CSV export,
 and one case with its timeline, the appeal and accept forms and its evidence.
 
-Every read and write goes through `services.disputes`, the functions behind `/v1/med/cases`,
+Every read and write goes through `services/disputes/`, the functions behind `/v1/med/cases`,
 so the pages show what the API answers and the forms obey its rules: a form is shown exactly
 when the service allows its action (`appealability`, `acceptability`, `attachability`). Those
 functions know no roles (an API key acts for its whole account), so the role rule is added
@@ -15,10 +15,11 @@ ticket's signed address, then asks `complete_evidence_upload` to confirm it. Tho
 JSON, refusals included (the API's envelope), so the script can show the service's message.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import wraps
+from itertools import starmap
 
 from flask import (
     flash,
@@ -33,12 +34,17 @@ from flask_login import current_user
 
 from app.dashboard import bp
 from app.dashboard.actions import act_then_return
-from app.dashboard.charges import MODES
-from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
-from app.dashboard.filters import QueryFilters, date_arg, day_start
+from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
 from app.dashboard.forms import AcceptDisputeForm, AppealForm
+from app.dashboard.params import (
+    MODES,
+    QueryFilters,
+    choice_arg,
+    date_range_args,
+    day_bounds,
+    mode_arg,
+)
 from app.dashboard.session import current_membership, member_required
-from app.dashboard.wallets import mode_arg
 from app.errors import ApiError, InvalidRequest, error_envelope
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX
@@ -54,19 +60,19 @@ from app.models import (
     DisputeStatus,
     DisputeType,
     EvidenceUploader,
-    KeyMode,
 )
 from app.models.base import utcnow
-from app.services import disputes
 from app.services.allowances import Allowance, manager_allowance
-from app.services.disputes import MAX_LIST_LIMIT, OUTCOME_EFFECTS, CaseQuery
+from app.services.disputes import allowances, cases, listing
+from app.services.disputes import evidence as dispute_evidence
+from app.services.disputes.listing import CaseQuery
+from app.services.disputes.notices import OUTCOME_EFFECTS
 from app.storage import ALLOWED_TYPES, MAX_EVIDENCE_BYTES
 from app.templating import DISPLAY_TIMEZONE, money
 
 STATUSES = tuple(status.value for status in DisputeStatus)
 TYPES = tuple(kind.value for kind in DisputeType)
 PAGE_SIZE = 25
-EXPORT_PAGE_SIZE = MAX_LIST_LIMIT  # cases fetched per query while the CSV streams
 CSV_COLUMNS = (
     "id",
     "created_at",
@@ -119,20 +125,15 @@ class DisputeFilters(QueryFilters):
 
     def query(self, **changes) -> CaseQuery:
         """The service's query for these filters (newest first), with `changes` applied."""
-        after = before = None
-        if self.created_from:  # the service's bounds are exclusive
-            after = day_start(self.created_from) - timedelta(microseconds=1)
-        if self.created_to:
-            next_day = date.fromisoformat(self.created_to) + timedelta(days=1)
-            before = day_start(next_day.isoformat())
+        start, stop = day_bounds(self.created_from, self.created_to)
         query = CaseQuery(
             limit=PAGE_SIZE,
             starting_after=self.starting_after,
             status=self.status,
             type=self.type,
             charge_id=self.charge_id,
-            created_after=after,
-            created_before=before,
+            created_after=start - timedelta(microseconds=1) if start else None,  # exclusive
+            created_before=stop,
         )
         return replace(query, **changes)
 
@@ -171,12 +172,12 @@ def dispute_badge(status: DisputeStatus) -> str:
 def disputes_page() -> ResponseReturnValue:
     """One page of the mode's cases, newest first, with their deadlines and evidence counts."""
     filters = _filters()
-    page = disputes.list_cases(g.account_id, MODES[filters.mode], filters.query())
+    page = listing.list_cases(g.account_id, MODES[filters.mode], filters.query())
     return render_template(
         "dashboard/disputes.html",
         filters=filters,
         page=page,
-        evidence_counts=disputes.evidence_counts([case.id for case in page.data]),
+        evidence_counts=listing.evidence_counts([case.id for case in page.data]),
         statuses=STATUSES,
         types=TYPES,
         charge_id=_charge_id,
@@ -192,9 +193,8 @@ def disputes_csv() -> ResponseReturnValue:
     times in UTC). The cursor walks back from the newest case, so cases opened while the
     export runs never shift the pages it reads."""
     filters = _filters()
-    query = filters.query(limit=EXPORT_PAGE_SIZE, starting_after=None)
-    rows = _export_rows(g.account_id, MODES[filters.mode], query)
-    return csv_response(CSV_COLUMNS, rows, f"disputes-{filters.mode}.csv")
+    rows = listing.case_rows(g.account_id, MODES[filters.mode], filters.query(), EXPORT_CHUNK)
+    return csv_response(CSV_COLUMNS, starmap(_csv_values, rows), f"disputes-{filters.mode}.csv")
 
 
 @bp.get("/disputes/<case_id>")
@@ -216,9 +216,7 @@ def appeal_dispute(case_id: str) -> ResponseReturnValue:
     return _answered(
         mode,
         case_id,
-        lambda: disputes.appeal(
-            g.account_id, MODES[mode], case_id, form.reason.data, current_user.id
-        ),
+        lambda: cases.appeal(g.account_id, MODES[mode], case_id, form.reason.data, current_user.id),
         lambda case: "Appeal sent: the amount stays held until the dispute is decided.",
     )
 
@@ -235,7 +233,7 @@ def accept_dispute(case_id: str) -> ResponseReturnValue:
     return _answered(
         mode,
         case_id,
-        lambda: disputes.accept(g.account_id, MODES[mode], case_id, current_user.id),
+        lambda: cases.accept(g.account_id, MODES[mode], case_id, current_user.id),
         lambda case: (
             f"You accepted the dispute: {money(case.amount, case.currency)} "
             "is returned to the payer. This is final."
@@ -271,7 +269,7 @@ def create_evidence_upload(case_id: str) -> ResponseReturnValue:
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         raise InvalidRequest("Send a JSON object with file_name, file_size and mime_type.")
-    evidence, ticket = disputes.create_upload(
+    evidence, ticket = dispute_evidence.create_upload(
         g.account_id,
         MODES[mode],
         case_id,
@@ -296,10 +294,12 @@ def complete_evidence_upload(case_id: str, evidence_id: str) -> ResponseReturnVa
     script reloads then lists it."""
     mode = mode_arg()
     _role().require()
-    evidence = disputes.complete_upload(g.account_id, MODES[mode], case_id, evidence_id)
+    evidence = dispute_evidence.complete_upload(g.account_id, MODES[mode], case_id, evidence_id)
     db.session.commit()
     flash(f"Evidence attached: {evidence.file_name}.", "info")
-    return jsonify(EvidenceSchema().dump(evidence_fields(evidence, disputes.view_url(evidence))))
+    return jsonify(
+        EvidenceSchema().dump(evidence_fields(evidence, dispute_evidence.view_url(evidence)))
+    )
 
 
 def timeline(case: DisputeCase, evidence: list[DisputeEvidence]) -> list[TimelineEntry]:
@@ -349,22 +349,22 @@ def _detail_page(
     accept_form: AcceptDisputeForm | None = None,
     status: int = 200,
 ) -> tuple[str, int]:
-    case = disputes.get_case(g.account_id, MODES[mode], case_id)
-    evidence = disputes.list_evidence(g.account_id, MODES[mode], case_id)
+    case = listing.get_case(g.account_id, MODES[mode], case_id)
+    evidence = dispute_evidence.list_evidence(g.account_id, MODES[mode], case_id)
     role = _role()
-    appealability, acceptability = disputes.appealability(case), disputes.acceptability(case)
+    appealability, acceptability = allowances.appealability(case), allowances.acceptability(case)
     html = render_template(
         "dashboard/dispute.html",
         mode=mode,
         case=case,
         charge_id=_charge_id(case),
         evidence=evidence,
-        view_url=disputes.view_url,  # signed for 5 minutes from now, so made at render time
+        view_url=dispute_evidence.view_url,  # signed for 5 minutes from now, so made at render time
         timeline=timeline(case, evidence),
         outcome_effects=OUTCOME_EFFECTS,
         can_appeal=(appealability & role).allowed,
         can_accept=(acceptability & role).allowed,
-        can_attach=(disputes.attachability(case) & role).allowed,
+        can_attach=(allowances.attachability(case) & role).allowed,
         answer_refusal=role.reason if appealability.allowed or acceptability.allowed else None,
         appeal_form=appeal_form or AppealForm(formdata=None),
         accept_form=accept_form or AcceptDisputeForm(formdata=None),
@@ -384,20 +384,6 @@ def _answered(
     decided meanwhile) as a flash message; a case outside the account stays a 404."""
     page = url_for("dashboard.dispute_page", case_id=case_id, mode=mode)
     return act_then_return(answer, outcome, page, missing_is_404=True)
-
-
-def _export_rows(account_id: str, mode: KeyMode, query: CaseQuery) -> Iterator[tuple]:
-    """The CSV values of every matching case, a page per query, following the cursor; each
-    page is turned into values and its read ended before its rows are sent."""
-    while True:
-        page = disputes.list_cases(account_id, mode, query)
-        counts = disputes.evidence_counts([case.id for case in page.data])
-        values = [_csv_values(case, counts[case.id]) for case in page.data]
-        db.session.rollback()
-        yield from values
-        if not page.has_more:
-            return
-        query = replace(query, starting_after=page.next_cursor)
 
 
 def _csv_values(case: DisputeCase, evidence_count: int) -> tuple:
@@ -424,25 +410,16 @@ def _charge_id(case: DisputeCase) -> str:
 
 
 def _filters() -> DisputeFilters:
-    start, end = date_arg("created_from"), date_arg("created_to")
-    if start and end and start > end:
-        raise InvalidRequest("created_from is after created_to.", param="created_from")
+    start, end = date_range_args("created_from", "created_to")
     return DisputeFilters(
         mode=mode_arg(),
-        status=_choice("status", STATUSES),
-        type=_choice("type", TYPES),
+        status=choice_arg("status", STATUSES),
+        type=choice_arg("type", TYPES),
         charge_id=(request.args.get("charge_id") or "").strip() or None,
         created_from=start,
         created_to=end,
         starting_after=request.args.get("starting_after") or None,
     )
-
-
-def _choice(name: str, allowed: tuple[str, ...]) -> str | None:
-    value = request.args.get(name) or None
-    if value is not None and value not in allowed:
-        raise InvalidRequest(f"{name} is one of: {', '.join(allowed)}.", param=name)
-    return value
 
 
 def _role() -> Allowance:

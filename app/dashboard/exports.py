@@ -1,6 +1,8 @@
-"""CSV exports of the dashboard's lists, one way for all of them: streamed a line at a time
-(a large export never sits in memory), free text guarded against spreadsheet formulas, times
-in UTC, amounts in minor units."""
+"""CSV exports of the dashboard's lists, one way for all of them: the view hands a service's
+`*_rows` generator (read-only, `EXPORT_CHUNK` rows per round trip, never committing) to
+`csv_response`, which streams a line at a time, so a large export never sits in memory and
+holds no lock. Free text is guarded against spreadsheet formulas, times are in UTC, amounts
+in minor units."""
 
 import csv
 import io
@@ -10,7 +12,8 @@ from datetime import UTC, datetime
 
 from flask import Response, stream_with_context
 
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs these as formulas
+EXPORT_CHUNK = 500  # rows a service reads per round trip while a CSV streams
 
 
 def csv_response(columns: tuple[str, ...], rows: Iterable[tuple], filename: str) -> Response:

@@ -22,13 +22,15 @@ from wtforms import (
 from wtforms.validators import AnyOf, DataRequired, Length, Optional, Regexp, StopValidation
 
 from app.errors import InvalidRequest
+from app.formats import event_catalog
+from app.formats.money import DECIMAL_COMMA, format_money
 from app.formats.payments import METHOD_LABELS
 from app.models import DisputeType, EndpointStatus, RefundStrategy
 from app.pix.keys import PixKeyType
-from app.services import event_catalog, payouts
+from app.services import payouts
 from app.services.api_keys import MAX_LABEL_LENGTH
 from app.services.charges import MAX_DESCRIPTION
-from app.services.disputes import (
+from app.services.disputes.cases import (
     DECISIONS,
     EXTERNAL_ID,
     MAX_APPEAL,
@@ -119,7 +121,7 @@ class ReaisField(StringField):
     def _value(self) -> str:
         if self.raw_data:
             return self.raw_data[0]
-        return "" if self.data is None else f"{self.data // 100},{self.data % 100:02d}"
+        return "" if self.data is None else format_money(self.data, notation=DECIMAL_COMMA)
 
 
 class AmountField(ReaisField):

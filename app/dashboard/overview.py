@@ -11,14 +11,15 @@ from flask import g, render_template
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
-from app.dashboard.charges import MODES
-from app.dashboard.payments import VolumeChart
+from app.dashboard.charts import VolumeChart
+from app.dashboard.params import MODES, mode_arg
 from app.dashboard.session import current_membership, member_required
-from app.dashboard.wallets import mode_arg
 from app.models.base import utcnow
-from app.services import api_keys, disputes, wallets, webhooks
+from app.services import api_keys, wallets
 from app.services import overview as overview_figures
+from app.services.disputes import listing as dispute_listing
 from app.services.wallets import PRIMARY_CURRENCY
+from app.services.webhooks import alerts as webhook_alerts
 
 
 @bp.get("/")
@@ -44,12 +45,12 @@ def overview() -> ResponseReturnValue:
         failing_webhooks={
             name: count
             for name, each_mode in MODES.items()
-            if (count := len(webhooks.failing_endpoints(account_id, each_mode)))
+            if (count := len(webhook_alerts.failing_endpoints(account_id, each_mode)))
         },
         open_disputes=[
             (name, case)
             for name, each_mode in MODES.items()
-            for case in disputes.open_cases_by_deadline(account_id, each_mode)
+            for case in dispute_listing.open_cases_by_deadline(account_id, each_mode)
         ],
     )
 

@@ -1,69 +1,49 @@
 """Payments in the dashboard: every transaction of the account, whatever its method.
 
-The list with its filters and its CSV export, one payment with its method instructions, fees,
-refunds and actions (cancel, refund, receipt download), test payments and test Pix charges,
-and the stats view with its daily volume chart.
-
-Every read and write goes through the services behind `/v1/payments` and `/v1/charges`
-(`payments`, `refunds`, `receipts`, `payment_stats`, `charges`), so the pages show what the
-API answers and the forms obey the API's rules. A button or form is shown exactly when its
-action would succeed: the services' allowances (`payments.cancellability`,
-`refunds.refundability`, `refunds.cancellability`, `charges.payability`) and the role rule
-say so. Those services know no roles (an API key acts for its whole account), so the role
-rule is added here: cancelling and refunding are for OWNER and ADMIN (`manager_allowance`),
-and a MEMBER who posts the form by hand gets 403.
-Filters live in the query string so a reload, a shared link or a page link keeps them.
+The list with its filters and its CSV export, the test payment and test Pix charge forms, and
+the stats view with its daily volume chart; one payment and its actions are in
+`payment_detail`. Reads and writes go through the services behind `/v1/payments` and
+`/v1/charges` (`payments`, `payment_stats`, `charges`), so the pages show what the API answers
+and the forms obey the API's rules.
 """
 
 import math
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from datetime import timedelta
 
-from flask import (
-    Response,
-    flash,
-    g,
-    redirect,
-    render_template,
-    request,
-    url_for,
-)
+from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
-from app.dashboard.charges import MODES
-from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
-from app.dashboard.filters import QueryFilters, date_arg, day_start
-from app.dashboard.forms import (
-    CancelPaymentForm,
-    CancelRefundForm,
-    RefundForm,
-    TestChargeForm,
-    TestPaymentForm,
+from app.dashboard.charts import VolumeChart
+from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
+from app.dashboard.forms import TestChargeForm, TestPaymentForm
+from app.dashboard.params import (
+    MODES,
+    QueryFilters,
+    choice_arg,
+    date_range_args,
+    day_bounds,
+    limit_arg,
+    mode_arg,
+    number_arg,
+    page_arg,
 )
-from app.dashboard.session import current_membership, member_required
+from app.dashboard.session import member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
-from app.dashboard.wallets import mode_arg, page_arg
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db
-from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUS, checkout_url
-from app.formats.payments import METHOD_LABELS, payment_fields, transaction_id
-from app.methods import boleto
-from app.models import KeyMode, Origin, PendingReason, Refund, Transaction, TransactionStatus
+from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUS
+from app.formats.payments import METHOD_LABELS, transaction_id
+from app.models import KeyMode, TransactionStatus
 from app.models.base import utcnow
-from app.services import charges, payment_stats, payments, receipts, refunds
-from app.services.allowances import Allowance, manager_allowance
-from app.services.charges import RESERVED_METADATA_KEYS, Customer, NewCharge
-from app.services.payments import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, NewPayment, PaymentQuery
-from app.services.refunds import RefundOrder
-from app.templating import DISPLAY_TIMEZONE, money
+from app.models.constants import PAYMENT_CURRENCY_CODE
+from app.services import charges, payment_stats, payments
+from app.services.charges import Customer, NewCharge
+from app.services.payments import DEFAULT_PAGE_LIMIT, ListedPayment, NewPayment, PaymentQuery
+from app.templating import DISPLAY_TIMEZONE
 
 STATUSES = tuple(status.value for status in TransactionStatus)
-PIX = "PIX"
-CURRENCY = re.compile(r"[A-Z0-9]{3,8}")
-EXPORT_PAGE_SIZE = MAX_PAGE_LIMIT  # rows fetched per query while the CSV streams
 CSV_COLUMNS = (
     "id",
     "created_at",
@@ -91,20 +71,6 @@ PAYMENT_FIELD_FOR_PARAM = {
     "customerEmail": "customer_email",
     "metadata.phone": "phone",
 }
-REFUND_FIELD_FOR_PARAM = {
-    "amount": "amount",
-    "reason": "reason",
-    "strategy": "strategy",
-    "destinationKey": "destination_key",
-    "passFeeToTenant": "pass_fee_to_tenant",
-}
-WAITING_FOR_FUNDS = {
-    PendingReason.CHARGE_PENDING: (
-        "Waiting for funds: the payment's settlement has not been released yet"
-    ),
-    PendingReason.INSUFFICIENT_FUNDS: "Waiting for funds: the balance does not cover it",
-}
-ROLE_REFUSAL = "Only an OWNER or ADMIN of the account can cancel or refund payments."
 CHARGE_FIELD_FOR_PARAM = {
     "amount": "amount",
     "description": "description",
@@ -136,102 +102,16 @@ class PaymentFilters(QueryFilters):
 
     def query(self, **changes) -> PaymentQuery:
         """The service's query for these filters (newest first), with `changes` applied."""
-        start = day_start(self.startDate) if self.startDate else None
-        end = None
-        if self.endDate:  # the last instant before the next São Paulo midnight
-            next_day = date.fromisoformat(self.endDate) + timedelta(days=1)
-            end = day_start(next_day.isoformat()) - timedelta(microseconds=1)
+        start, stop = day_bounds(self.startDate, self.endDate)
         query = PaymentQuery(
             page=self.page,
             limit=self.limit,
             status=TransactionStatus(self.status) if self.status else None,
             method=self.method,
             start=start,
-            end=end,
+            end=stop - timedelta(microseconds=1) if stop else None,  # the list's end is included
         )
         return replace(query, **changes)
-
-
-@dataclass(frozen=True)
-class Bar:
-    """One day of the chart: its paid volume and where its bar stands."""
-
-    day: date
-    volume: int
-    x: int
-    y: int
-    width: int
-    height: int
-
-    @property
-    def label_x(self) -> int:
-        return self.x + self.width // 2
-
-
-@dataclass(frozen=True)
-class VolumeChart:
-    """The daily paid volume of one currency as SVG geometry, in whole pixels."""
-
-    LEFT, RIGHT, TOP, PLOT_HEIGHT, BOTTOM = 120, 16, 16, 180, 48
-    PLOT_WIDTH, MIN_STEP, MAX_BAR_WIDTH, X_LABELS = 640, 4, 40, 8
-
-    currency: str
-    bars: tuple[Bar, ...]
-    max_volume: int
-    step: int
-
-    @classmethod
-    def build(cls, currency: str, daily: list[dict]) -> "VolumeChart":
-        volumes = [(date.fromisoformat(p["date"]), p["currencies"].get(currency, 0)) for p in daily]
-        top = max((volume for _, volume in volumes), default=0)
-        step = max(cls.MIN_STEP, cls.PLOT_WIDTH // max(len(volumes), 1))
-        width = max(1, min(step * 3 // 4, cls.MAX_BAR_WIDTH))
-        bars = []
-        for index, (day, volume) in enumerate(volumes):
-            height = volume * cls.PLOT_HEIGHT // top if top else 0
-            height = max(height, 1) if volume else 0  # a day with money never looks empty
-            x = cls.LEFT + index * step + (step - width) // 2
-            bars.append(Bar(day, volume, x, cls.TOP + cls.PLOT_HEIGHT - height, width, height))
-        return cls(currency=currency, bars=tuple(bars), max_volume=top, step=step)
-
-    @property
-    def width(self) -> int:
-        return self.LEFT + self.step * len(self.bars) + self.RIGHT
-
-    @property
-    def height(self) -> int:
-        return self.TOP + self.PLOT_HEIGHT + self.BOTTOM
-
-    @property
-    def baseline(self) -> int:
-        return self.TOP + self.PLOT_HEIGHT
-
-    @property
-    def plot_right(self) -> int:
-        return self.width - self.RIGHT
-
-    @property
-    def y_ticks(self) -> list[tuple[int, str]]:
-        """Gridlines at zero, half and the highest day, labelled in the currency."""
-        if not self.max_volume:
-            return [(self.baseline, money(0, self.currency))]
-        values = (0, self.max_volume // 2, self.max_volume)
-        plot, top = self.PLOT_HEIGHT, self.max_volume
-        return [(self.baseline - v * plot // top, money(v, self.currency)) for v in values]
-
-    @property
-    def x_labels(self) -> list[Bar]:
-        """At most `X_LABELS` days labelled, evenly spaced, the most recent always."""
-        every = max(1, math.ceil(len(self.bars) / self.X_LABELS))
-        return [bar for i, bar in enumerate(reversed(self.bars)) if i % every == 0]
-
-    @property
-    def total(self) -> int:
-        return sum(bar.volume for bar in self.bars)
-
-    @property
-    def best_day(self) -> Bar | None:
-        return max(self.bars, key=lambda bar: bar.volume) if self.max_volume else None
 
 
 @bp.get("/payments")
@@ -306,18 +186,15 @@ def payments_csv() -> ResponseReturnValue:
     times in UTC). Rows created after the export started are left out, so the pages it reads
     one after the other never shift under it."""
     filters = _filters()
-    query = filters.query(limit=EXPORT_PAGE_SIZE, page=1)
-    now = utcnow()
-    query = replace(query, end=min(query.end, now) if query.end else now)
-    rows = _export_rows(g.account_id, MODES[filters.mode], query)
-    return csv_response(CSV_COLUMNS, rows, f"payments-{filters.mode}.csv")
+    rows = payments.payment_rows(g.account_id, MODES[filters.mode], filters.query(), EXPORT_CHUNK)
+    return csv_response(CSV_COLUMNS, map(_csv_values, rows), f"payments-{filters.mode}.csv")
 
 
 @bp.get("/payments/stats")
 @member_required
 def payment_stats_page() -> ResponseReturnValue:
     """Totals, success rate, volume per currency and method, and the daily volume chart."""
-    mode, days = mode_arg(), _days()
+    mode, days = mode_arg(), number_arg("days", payment_stats.MAX_DAYS, DEFAULT_STATS_DAYS)
     now = utcnow()
     stats = payment_stats.payment_stats(g.account_id, MODES[mode], days, now)
     currencies = sorted(
@@ -338,94 +215,6 @@ def payment_stats_page() -> ResponseReturnValue:
         currencies=sorted({*currencies, currency}),
         chart=VolumeChart.build(currency, stats["dailyVolume"]),
         method_labels=METHOD_LABELS,
-    )
-
-
-@bp.get("/payments/<payment_id>")
-@member_required
-def payment_page(payment_id: str) -> ResponseReturnValue:
-    """Every field of one transaction (by raw, tx_ or ch_ id), its refunds and actions."""
-    return _detail_page(mode_arg(), payment_id)
-
-
-@bp.post("/payments/<payment_id>/cancel")
-@member_required
-def cancel_payment(payment_id: str) -> ResponseReturnValue:
-    """WAITING_PAYMENT, PENDING or PROCESSING → CANCELLED (OWNER and ADMIN only)."""
-    mode = mode_arg()
-    _role().require()
-    form = CancelPaymentForm()
-    if not form.validate_on_submit():
-        return _detail_page(mode, payment_id, cancel_form=form, status=400)
-    try:
-        submit_once(form, lambda: payments.cancel(g.account_id, MODES[mode], payment_id).id)
-    except ApiError as error:
-        show_error(form, error, {})
-        return _detail_page(mode, payment_id, cancel_form=form, status=error.status)
-    flash("Payment cancelled: the customer can no longer pay it.", "info")
-    return redirect(url_for("dashboard.payment_page", payment_id=payment_id, mode=mode), 303)
-
-
-@bp.post("/payments/<payment_id>/refund")
-@member_required
-def refund_payment(payment_id: str) -> ResponseReturnValue:
-    """Refund a PAID or APPROVED transaction in full or in part (OWNER and ADMIN only); the
-    wallet is debited when it can fund it, and the provider is asked in a job."""
-    mode = mode_arg()
-    _role().require()
-    form = RefundForm()
-    if not form.validate_on_submit():
-        return _detail_page(mode, payment_id, refund_form=form, status=400)
-    payment = payments.get_payment(g.account_id, MODES[mode], payment_id)
-    order = _refund_order(form, is_pix=payment.paid_with == PIX)
-    try:
-        refund_id = submit_once(
-            form,
-            lambda: refunds.request_refund(g.account_id, MODES[mode], payment_id, order).id,
-        )
-    except ApiError as error:
-        show_error(form, error, REFUND_FIELD_FOR_PARAM)
-        return _detail_page(mode, payment_id, refund_form=form, status=error.status)
-    _, rows = refunds.list_refunds(g.account_id, MODES[mode], payment_id)
-    refund = next(row for row in rows if row.id == refund_id)
-    flash(f"Refund of {money(refund.amount, refund.currency)} {_requested(refund)}", "info")
-    return redirect(url_for("dashboard.payment_page", payment_id=payment_id, mode=mode), 303)
-
-
-@bp.post("/payments/<payment_id>/refunds/<refund_id>/cancel")
-@member_required
-def cancel_refund(payment_id: str, refund_id: str) -> ResponseReturnValue:
-    """Withdraw a refund still waiting for funds (OWNER and ADMIN only): it ends FAILED,
-    and nothing was debited."""
-    mode = mode_arg()
-    _role().require()
-    form = CancelRefundForm()
-    if not form.validate_on_submit():
-        return _detail_page(mode, payment_id, cancel_refund_form=form, status=400)
-    try:
-        submit_once(
-            form,
-            lambda: refunds.cancel_refund(g.account_id, MODES[mode], payment_id, refund_id).id,
-        )
-    except ApiError as error:
-        show_error(form, error, {})
-        return _detail_page(mode, payment_id, cancel_refund_form=form, status=error.status)
-    flash("Refund cancelled: nothing was debited, and it will not be sent.", "info")
-    return redirect(url_for("dashboard.payment_page", payment_id=payment_id, mode=mode), 303)
-
-
-@bp.get("/payments/<payment_id>/receipt.pdf")
-@member_required
-def payment_receipt(payment_id: str) -> ResponseReturnValue:
-    """The PDF receipt of a paid transaction, as a download; 409 before it is paid."""
-    mode = mode_arg()
-    pdf = receipts.receipt(g.account_id, MODES[mode], payment_id)
-    shown_id = transaction_id(payments.get_payment(g.account_id, MODES[mode], payment_id))
-    db.session.commit()  # a transaction found expired on read
-    return Response(
-        pdf,
-        mimetype=receipts.PDF,
-        headers={"Content-Disposition": f'attachment; filename="receipt-{shown_id}.pdf"'},
     )
 
 
@@ -457,91 +246,13 @@ def _list_page(
     return html, status
 
 
-def _detail_page(
-    mode: str,
-    payment_id: str,
-    *,
-    cancel_form: CancelPaymentForm | None = None,
-    refund_form: RefundForm | None = None,
-    cancel_refund_form: CancelRefundForm | None = None,
-    status: int = 200,
-) -> tuple[str, int]:
-    payment, refund_rows = refunds.list_refunds(g.account_id, MODES[mode], payment_id)
-    metadata = payment.metadata_
-    role = _role()
-    cancellability = payments.cancellability(payment)
-    refundability = refunds.refundability(payment)
-    waiting = [refund for refund in refund_rows if refunds.cancellability(refund).allowed]
-    anything_allowed = cancellability.allowed or refundability.allowed or bool(waiting)
-    html = render_template(
-        "dashboard/payment.html",
-        mode=mode,
-        payment=payment,
-        fields=payment_fields(payment),
-        shown_id=transaction_id(payment),
-        public_status=PUBLIC_STATUS[payment.status],
-        method_labels=METHOD_LABELS,
-        finalising=payment.status is TransactionStatus.PENDING
-        and payment.origin is Origin.PAYMENTS
-        and payment.finalised_at is None,
-        checkout_url=checkout_url(payment),
-        boleto_line=boleto.formatted_line(payment.boleto_line) if payment.boleto_line else None,
-        description=metadata.get("description"),
-        failure=metadata.get("failure"),
-        phone=metadata.get(payments.PHONE_KEY),
-        metadata={k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS},
-        payable=charges.payability(payment).allowed,
-        refunds=refund_rows,
-        waiting_for_funds=WAITING_FOR_FUNDS,
-        refundability=refundability,
-        can_cancel=(cancellability & role).allowed,
-        can_refund=(refundability & role).allowed,
-        # A fresh idempotency key per refund whose cancel button is shown.
-        cancellable_refunds={refund.id: new_form_key() for refund in waiting if role.allowed},
-        role_refusal=role.reason if anything_allowed else None,
-        is_pix=payment.paid_with == PIX,
-        cancel_form=cancel_form or CancelPaymentForm(formdata=None, idempotency_key=new_form_key()),
-        refund_form=refund_form or RefundForm(formdata=None, idempotency_key=new_form_key()),
-        cancel_refund_form=cancel_refund_form or CancelRefundForm(formdata=None),
-    )
-    db.session.commit()  # a transaction found expired on read
-    return html, status
-
-
-def _refund_order(form: RefundForm, *, is_pix: bool) -> RefundOrder:
-    """The form as the service's order; the Pix options count for Pix payments only, and an
-    unticked fee box means "not asked" (the service refuses it with a devolution)."""
-    if not is_pix:
-        return RefundOrder(amount=form.amount.data, reason=form.reason.data or None)
-    return RefundOrder(
-        amount=form.amount.data,
-        reason=form.reason.data or None,
-        strategy=form.strategy.data or None,
-        pass_fee_to_tenant=True if form.pass_fee_to_tenant.data else None,
-        destination_key=(form.destination_key.data or "").strip() or None,
-    )
-
-
-def _export_rows(account_id: str, mode: KeyMode, query: PaymentQuery) -> Iterator[tuple]:
-    """The CSV values of every matching transaction, a page of rows per query; each page is
-    turned into values before the commit (which keeps transactions found expired on read)."""
-    page = 1
-    while True:
-        rows, _ = payments.list_payments(account_id, mode, replace(query, page=page))
-        values = [_csv_values(row) for row in rows]
-        db.session.commit()
-        yield from values
-        if len(rows) < query.limit:
-            return
-        page += 1
-
-
-def _csv_values(payment: Transaction) -> tuple:
-    """One transaction; free text goes through the wallet export's formula guard."""
+def _csv_values(listed: ListedPayment) -> tuple:
+    """One transaction with the status the list shows; free text is guarded against formulas."""
+    payment = listed.payment
     return (
         spreadsheet_cell(transaction_id(payment)),
         utc_text(payment.created_at),
-        str(payment.status),
+        listed.status,
         payment.amount,
         spreadsheet_cell(payment.currency),
         " ".join(payment.payment_methods),
@@ -557,68 +268,24 @@ def _csv_values(payment: Transaction) -> tuple:
 
 
 def _filters() -> PaymentFilters:
-    status = request.args.get("status") or None
-    if status is not None and status not in STATUSES:
-        raise InvalidRequest("status is one of: " + ", ".join(STATUSES) + ".", param="status")
-    method = request.args.get("method") or None
-    if method is not None and method not in payments.METHODS:
-        raise InvalidRequest(
-            "method is one of: " + ", ".join(payments.METHODS) + ".", param="method"
-        )
-    start = date_arg("startDate")
-    end = date_arg("endDate")
-    if start and end and start > end:
-        raise InvalidRequest("startDate is after endDate.", param="startDate")
+    start, end = date_range_args("startDate", "endDate")
     return PaymentFilters(
         mode=mode_arg(),
-        status=status,
-        method=method,
+        status=choice_arg("status", STATUSES),
+        method=choice_arg("method", payments.METHODS),
         startDate=start,
         endDate=end,
-        limit=_limit(),
+        limit=limit_arg(),
         page=page_arg(),
     )
-
-
-def _limit() -> int:
-    text = request.args.get("limit") or str(DEFAULT_PAGE_LIMIT)
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_PAGE_LIMIT:
-        raise InvalidRequest(f"limit is a number from 1 to {MAX_PAGE_LIMIT}.", param="limit")
-    return int(text)
-
-
-def _days() -> int:
-    text = request.args.get("days") or str(DEFAULT_STATS_DAYS)
-    limit = payment_stats.MAX_DAYS
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= limit:
-        raise InvalidRequest(f"days is a number from 1 to {limit}.", param="days")
-    return int(text)
 
 
 def _chart_currency(currencies: list[str]) -> str:
     """`currency` from the query string, else the first one with volume, else BRL."""
     asked = (request.args.get("currency") or "").strip().upper()
-    if asked and not CURRENCY.fullmatch(asked):
+    if asked and not PAYMENT_CURRENCY_CODE.fullmatch(asked):
         raise InvalidRequest("currency is a currency code, like BRL.", param="currency")
     return asked or (currencies[0] if currencies else payments.DEFAULT_CURRENCY)
-
-
-def _role() -> Allowance:
-    """Cancelling and refunding are for the account's OWNER and ADMIN."""
-    return manager_allowance(current_membership(), ROLE_REFUSAL, "PAYMENT_ROLE_REQUIRED")
-
-
-def _requested(refund: Refund) -> str:
-    """What became of a refund just requested, for the flash message."""
-    if refund.pending_reason is not None:
-        return (
-            f"requested ({refund.status}). {WAITING_FOR_FUNDS[refund.pending_reason]}. It is "
-            "debited and sent as soon as the money is there; you can cancel it until then."
-        )
-    return (
-        f"requested ({refund.status}): it was debited from your wallet and is being sent to "
-        "the provider."
-    )
 
 
 def _blank_payment_form() -> TestPaymentForm:

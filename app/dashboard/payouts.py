@@ -14,18 +14,16 @@ the amount, so the list shows that debit, never the API's `netAmount` (amount - 
 import math
 from dataclasses import dataclass
 
-from flask import flash, g, redirect, render_template, request, url_for
+from flask import flash, g, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
-from app.dashboard.charges import MODES
-from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
-from app.dashboard.filters import QueryFilters
+from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
 from app.dashboard.forms import ConfirmForm, PixPayoutForm
+from app.dashboard.params import MODES, QueryFilters, choice_arg, mode_arg, page_arg
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
-from app.dashboard.wallets import mode_arg, page_arg
-from app.errors import ApiError, Conflict, InvalidRequest
+from app.errors import ApiError, Conflict
 from app.extensions import db
 from app.models import Withdrawal, WithdrawalStatus, WithdrawalType
 from app.services import payouts, wallets
@@ -43,7 +41,6 @@ FORM_FIELD_FOR_PARAM = {
     "description": "description",
 }
 ADDRESS_SHOWN = 6  # characters kept at each end of a crypto address
-EXPORT_CHUNK = 500  # payouts read per round trip while the CSV streams
 CSV_COLUMNS = (
     "id",
     "created_at",
@@ -162,10 +159,7 @@ def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
 
 
 def _filters() -> PayoutFilters:
-    status = request.args.get("status") or None
-    if status is not None and status not in STATUSES:
-        raise InvalidRequest("status is one of: " + ", ".join(STATUSES) + ".", param="status")
-    return PayoutFilters(mode=mode_arg(), status=status, page=page_arg())
+    return PayoutFilters(mode=mode_arg(), status=choice_arg("status", STATUSES), page=page_arg())
 
 
 def _csv_values(payout: Withdrawal) -> tuple:

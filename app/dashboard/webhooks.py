@@ -4,7 +4,7 @@ export, and one delivery with what was sent and answered, and a resend button.
 
 Every read and write goes through `app.services.webhooks`, the functions behind
 `/v1/webhooks`, so the page obeys the API's rules: the recover and resend buttons show exactly
-where `webhooks.resendability` allows them. The service knows no roles (an API key acts for
+where `endpoints.resendability` allows them. The service knows no roles (an API key acts for
 its whole account), so the role rule is added here: managing endpoints is for OWNER and
 ADMIN, and a MEMBER who posts a form by hand gets 403. A signing secret is shown only in
 the answer to the POST that made it: never in a redirect, a flash or the session.
@@ -21,9 +21,7 @@ from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
-from app.dashboard.charges import MODES
-from app.dashboard.exports import csv_response, spreadsheet_cell, utc_text
-from app.dashboard.filters import QueryFilters
+from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
 from app.dashboard.forms import (
     ConfirmForm,
     WebhookEndpointEditForm,
@@ -32,14 +30,18 @@ from app.dashboard.forms import (
     WebhookStatusForm,
     submitted,
 )
+from app.dashboard.params import MODES, QueryFilters, choice_arg, mode_arg, page_arg
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import show_error
-from app.dashboard.wallets import mode_arg, page_arg
 from app.errors import Conflict, InvalidRequest
 from app.extensions import db
+from app.formats import event_catalog
 from app.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookEndpoint
-from app.services import event_catalog, webhooks
 from app.services.allowances import Allowance, manager_allowance
+from app.services.webhooks import alerts, relay
+from app.services.webhooks import delivery as webhook_delivery
+from app.services.webhooks import endpoints as webhook_endpoints
+from app.services.webhooks import log as delivery_log
 from app.templating import DISPLAY_TIMEZONE
 
 PER_PAGE = 25
@@ -47,7 +49,6 @@ DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
 EVENT_TYPES = event_catalog.DELIVERABLE
 EVENT_DESCRIPTIONS = {entry.event: entry.description for entry in event_catalog.CATALOG}
 FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
-EXPORT_CHUNK = 500  # deliveries read per round trip while the CSV streams
 CSV_COLUMNS = (
     "id",
     "created_at",
@@ -114,7 +115,7 @@ def webhooks_page() -> ResponseReturnValue:
     editing = None
     if request.args.get("edit"):
         _role().require()
-        endpoint = webhooks.get_endpoint(g.account_id, MODES[mode], request.args["edit"])
+        endpoint = webhook_endpoints.get_endpoint(g.account_id, MODES[mode], request.args["edit"])
         editing = Editing(endpoint, WebhookEndpointEditForm(formdata=None, obj=endpoint))
     return _endpoints_page(mode, editing=editing)
 
@@ -129,7 +130,7 @@ def add_webhook_endpoint() -> ResponseReturnValue:
     if not form.validate_on_submit():
         return _endpoints_page(mode, add_form=form, status=400)
     try:
-        endpoint, secret = webhooks.create_endpoint(
+        endpoint, secret = webhook_endpoints.create_endpoint(
             g.account_id, MODES[mode], form.url.data or "", form.events.data or []
         )
     except InvalidRequest as error:
@@ -146,7 +147,7 @@ def add_webhook_endpoint() -> ResponseReturnValue:
 def update_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
     """Change an endpoint's url, events and status; a refusal is shown beside its field."""
     mode = mode_arg()
-    endpoint = webhooks.get_endpoint(g.account_id, MODES[mode], endpoint_id)
+    endpoint = webhook_endpoints.get_endpoint(g.account_id, MODES[mode], endpoint_id)
     form = WebhookEndpointEditForm()
     if not form.validate_on_submit():
         return _endpoints_page(mode, editing=Editing(endpoint, form), status=400)
@@ -156,7 +157,7 @@ def update_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
         "status": form.status.data,
     }
     try:
-        webhooks.update_endpoint(g.account_id, MODES[mode], endpoint_id, changes)
+        webhook_endpoints.update_endpoint(g.account_id, MODES[mode], endpoint_id, changes)
     except InvalidRequest as error:
         db.session.rollback()  # the endpoint shows its stored values again
         show_error(form, error, FORM_FIELD_FOR_PARAM)
@@ -173,7 +174,7 @@ def switch_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
     """The enable/disable button: an INACTIVE endpoint gets no new deliveries."""
     mode = mode_arg()
     form = submitted(WebhookStatusForm())
-    endpoint = webhooks.update_endpoint(
+    endpoint = webhook_endpoints.update_endpoint(
         g.account_id, MODES[mode], endpoint_id, {"status": form.status.data}
     )
     db.session.commit()
@@ -191,7 +192,7 @@ def rotate_webhook_secret(endpoint_id: str) -> ResponseReturnValue:
     """A new secret at once (no overlap window), shown in this answer only."""
     mode = mode_arg()
     submitted(ConfirmForm())
-    endpoint, secret = webhooks.rotate_secret(g.account_id, MODES[mode], endpoint_id)
+    endpoint, secret = webhook_endpoints.rotate_secret(g.account_id, MODES[mode], endpoint_id)
     db.session.commit()
     return _endpoints_page(mode, shown=ShownSecret(endpoint, secret, new_endpoint=False))
 
@@ -203,8 +204,8 @@ def delete_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
     """Delete an endpoint; its deliveries still waiting are cancelled, its log stays."""
     mode = mode_arg()
     submitted(ConfirmForm())
-    url = webhooks.get_endpoint(g.account_id, MODES[mode], endpoint_id).url
-    webhooks.delete_endpoint(g.account_id, MODES[mode], endpoint_id)
+    url = webhook_endpoints.get_endpoint(g.account_id, MODES[mode], endpoint_id).url
+    webhook_endpoints.delete_endpoint(g.account_id, MODES[mode], endpoint_id)
     db.session.commit()
     flash(f"Endpoint {url} deleted; deliveries still waiting for it were cancelled.", "info")
     return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
@@ -222,7 +223,7 @@ def recover_webhook_deliveries(endpoint_id: str) -> ResponseReturnValue:
         return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
     since = form.since.data.replace(tzinfo=DISPLAY_TIMEZONE).astimezone(UTC)
     try:
-        count = webhooks.recover(g.account_id, MODES[mode], endpoint_id, since)
+        count = relay.recover(g.account_id, MODES[mode], endpoint_id, since)
     except Conflict as error:  # the endpoint is INACTIVE
         flash(error.message, "error")
         return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
@@ -238,7 +239,7 @@ def recover_webhook_deliveries(endpoint_id: str) -> ResponseReturnValue:
 def webhook_deliveries_page() -> ResponseReturnValue:
     """One page of the mode's delivery log, newest first, with its filters."""
     filters, endpoints = _delivery_filters()
-    rows, total = webhooks.list_deliveries(
+    rows, total = delivery_log.list_deliveries(
         g.account_id,
         MODES[filters.mode],
         status=filters.status,
@@ -253,8 +254,7 @@ def webhook_deliveries_page() -> ResponseReturnValue:
         deliveries=rows,
         total=total,
         last_page=max(1, math.ceil(total / PER_PAGE)),
-        endpoints=endpoints,
-        endpoint_urls={e.id: e.url for e in endpoints},
+        endpoint_urls={e.id: e.url for e in endpoints},  # the filter's choices, in order
         statuses=DELIVERY_STATUSES,
         event_types=EVENT_TYPES,
         csv_args=filters.args(page=1),  # the export is every page
@@ -268,7 +268,7 @@ def webhook_deliveries_csv() -> ResponseReturnValue:
     sent and answered stays on each delivery's page."""
     filters, endpoints = _delivery_filters()
     urls = {endpoint.id: endpoint.url for endpoint in endpoints}
-    rows = webhooks.delivery_rows(
+    rows = delivery_log.delivery_rows(
         g.account_id,
         MODES[filters.mode],
         status=filters.status,
@@ -285,8 +285,8 @@ def webhook_deliveries_csv() -> ResponseReturnValue:
 def webhook_delivery_page(delivery_id: str) -> ResponseReturnValue:
     """What one delivery sent (payload, headers) and the last answer it got."""
     mode = mode_arg()
-    delivery = webhooks.get_delivery(g.account_id, MODES[mode], delivery_id)
-    endpoints = {e.id: e for e in webhooks.list_endpoints(g.account_id, MODES[mode])}
+    delivery = delivery_log.get_delivery(g.account_id, MODES[mode], delivery_id)
+    endpoints = {e.id: e for e in webhook_endpoints.list_endpoints(g.account_id, MODES[mode])}
     endpoint = endpoints.get(delivery.endpoint_id)  # None once deleted: nothing to resend to
     role = _role()
     return render_template(
@@ -302,7 +302,8 @@ def webhook_delivery_page(delivery_id: str) -> ResponseReturnValue:
             else "t=<unix time>,v1=<hex>"
         ),
         can_manage=role.allowed,
-        can_resend=endpoint is not None and (webhooks.resendability(endpoint) & role).allowed,
+        can_resend=endpoint is not None
+        and (webhook_endpoints.resendability(endpoint) & role).allowed,
         confirm_form=ConfirmForm(formdata=None),
     )
 
@@ -315,7 +316,7 @@ def resend_webhook_delivery(delivery_id: str) -> ResponseReturnValue:
     mode = mode_arg()
     submitted(ConfirmForm())
     try:
-        copy = webhooks.resend(g.account_id, MODES[mode], delivery_id)
+        copy = relay.resend(g.account_id, MODES[mode], delivery_id)
     except Conflict as error:  # the endpoint is INACTIVE
         flash(error.message, "error")
         return redirect(
@@ -334,15 +335,17 @@ def _endpoints_page(
     shown: ShownSecret | None = None,
     status: int = 200,
 ) -> tuple[str, int]:
-    endpoints = webhooks.list_endpoints(g.account_id, MODES[mode])
+    endpoints = webhook_endpoints.list_endpoints(g.account_id, MODES[mode])
     role = _role()
     html = render_template(
         "dashboard/webhooks.html",
         mode=mode,
         endpoints=endpoints,
-        failing=webhooks.failing_endpoints(g.account_id, MODES[mode]),
+        failing=alerts.failing_endpoints(g.account_id, MODES[mode]),
         can_manage=role.allowed,
-        recoverable={e.id for e in endpoints if (webhooks.resendability(e) & role).allowed},
+        recoverable={
+            e.id for e in endpoints if (webhook_endpoints.resendability(e) & role).allowed
+        },
         add_form=add_form or WebhookEndpointForm(formdata=None),
         editing=editing,
         shown=shown,
@@ -365,22 +368,16 @@ def _role() -> Allowance:
 
 def _delivery_filters() -> tuple[DeliveryFilters, list[WebhookEndpoint]]:
     """The log's filters, and the mode's endpoints (not deleted) `endpoint_id` is one of."""
-    status = request.args.get("status") or None
-    if status is not None and status not in DELIVERY_STATUSES:
-        raise InvalidRequest(
-            "status is one of: " + ", ".join(DELIVERY_STATUSES) + ".", param="status"
-        )
-    event_type = request.args.get("event_type") or None
-    if event_type is not None and event_type not in EVENT_TYPES:
-        raise InvalidRequest("event_type is an event name from the catalog.", param="event_type")
     filters = DeliveryFilters(
         mode=mode_arg(),
-        status=status,
-        event_type=event_type,
+        status=choice_arg("status", DELIVERY_STATUSES),
+        event_type=choice_arg(
+            "event_type", EVENT_TYPES, "event_type is an event name from the catalog."
+        ),
         endpoint_id=request.args.get("endpoint_id") or None,
         page=page_arg(),
     )
-    endpoints = webhooks.list_endpoints(g.account_id, MODES[filters.mode])
+    endpoints = webhook_endpoints.list_endpoints(g.account_id, MODES[filters.mode])
     if filters.endpoint_id is not None and filters.endpoint_id not in {e.id for e in endpoints}:
         raise InvalidRequest("endpoint_id is one of this mode's endpoints.", param="endpoint_id")
     return filters, endpoints
@@ -409,10 +406,10 @@ def _csv_values(delivery: WebhookDelivery, endpoint_url: str) -> tuple:
 
 
 def _sent_headers(delivery: WebhookDelivery) -> tuple[tuple[str, str], ...]:
-    """The headers every attempt sends besides the signature (see `webhooks.send`)."""
+    """The headers every attempt sends besides the signature (see `webhooks.delivery.prepare`)."""
     return (
         ("Content-Type", "application/json"),
-        ("User-Agent", webhooks.USER_AGENT),
+        ("User-Agent", webhook_delivery.USER_AGENT),
         ("X-Acme-Event-Type", delivery.event_type),
         ("X-Acme-Delivery-Id", delivery.id),
     )

@@ -7,7 +7,7 @@ No internal id, provider name, fee, cost or raw provider payload can appear: onl
 import marshmallow as ma
 from flask import current_app
 
-from app.models import Transaction, TransactionStatus
+from app.models import DISPUTED_STATUSES, Transaction, TransactionStatus
 
 CHARGE_ID_PREFIX = "ch_"
 
@@ -21,8 +21,7 @@ PUBLIC_STATUS = {
     TransactionStatus.CANCELLED: "cancelled",
     TransactionStatus.EXPIRED: "expired",
     TransactionStatus.REFUNDED: "refunded",
-    TransactionStatus.CHARGEBACK: "disputed",
-    TransactionStatus.DISPUTE: "disputed",
+    **dict.fromkeys(sorted(DISPUTED_STATUSES), "disputed"),
 }
 PUBLIC_STATUSES = tuple(dict.fromkeys(PUBLIC_STATUS.values()))
 

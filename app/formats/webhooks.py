@@ -10,8 +10,8 @@ import hashlib
 import hmac
 import json
 
+from app.formats.event_catalog import LEGACY_EVENTS
 from app.models import Event, WebhookDelivery, WebhookEndpoint
-from app.services.event_catalog import LEGACY_EVENTS
 
 
 def envelope(event: Event) -> dict:

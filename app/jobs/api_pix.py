@@ -42,6 +42,7 @@ from datetime import datetime, timedelta
 from redis import Redis
 
 from app.extensions import db, get_redis
+from app.jobs import sweep
 from app.models.base import utcnow
 from app.providers import api_pix_client, live_pix_configured
 from app.providers.api_pix.client import ApiPixUnavailable, ListingPosition
@@ -199,15 +200,13 @@ def _stop_at_checkpoint(
 
 def _cancel_removed_cobs(until: datetime) -> None:
     """Each cob the PSP removed, applied in its own transaction (see the module's doc)."""
-    for cob in api_pix_client().iter_cobs(until - COB_WINDOW, until, status=REMOVED_BY_PSP):
-        try:
-            api_pix_inbound.apply_removed_cob(cob)
-            db.session.commit()
-        except Exception:
-            db.session.rollback()
-            log.exception(
-                "removed cob not applied; retried next run", extra={"txid": cob.get("txid")}
-            )
+    sweep(
+        api_pix_client().iter_cobs(until - COB_WINDOW, until, status=REMOVED_BY_PSP),
+        api_pix_inbound.apply_removed_cob,
+        log=log,
+        failure="removed cob not applied; retried next run",
+        details=lambda cob: {"txid": cob.get("txid")},
+    )
 
 
 def _window_start(mark: bytes | None, until: datetime) -> datetime:

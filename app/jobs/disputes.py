@@ -4,7 +4,9 @@ periodic sweep that sends any notice still due (Redis was down, the mail server 
 import logging
 
 from app.extensions import db
-from app.services import disputes, mail
+from app.jobs import sweep
+from app.services import mail
+from app.services.disputes import notices
 
 log = logging.getLogger(__name__)
 
@@ -13,12 +15,12 @@ def send_dispute_notices(case_id: str) -> list[str]:
     """Send the case's due e-mails, each marked sent once it has gone. No row lock or
     transaction is held while the mail server answers, so an appeal never waits on it; a
     crash between sending and marking sends that e-mail again, never zero times."""
-    due = disputes.due_notices(case_id)
+    due = notices.due_notices(case_id)
     db.session.rollback()  # end the read before talking to the mail server
     sent = []
     for notice in due:
         mail.send(notice.recipients, notice.subject, notice.body)
-        if disputes.mark_notice_sent(case_id, notice.name):
+        if notices.mark_notice_sent(case_id, notice.name):
             sent.append(notice.name)
         db.session.commit()
     return sent
@@ -26,11 +28,6 @@ def send_dispute_notices(case_id: str) -> list[str]:
 
 def sweep_dispute_notices() -> int:
     """Every case with a notice still due, one at a time; one failure never blocks the rest."""
-    due = disputes.cases_with_due_notices()
-    for case_id in due:
-        try:
-            send_dispute_notices(case_id)
-        except Exception:
-            db.session.rollback()
-            log.exception("dispute notice failed; retried later", extra={"id": case_id})
+    due = notices.cases_with_due_notices()
+    sweep(due, send_dispute_notices, log=log, failure="dispute notice failed; retried later")
     return len(due)

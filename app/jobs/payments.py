@@ -9,15 +9,18 @@ the delay, another counts the failures for a day); without Redis the sweep simpl
 """
 
 import logging
+from datetime import timedelta
 
 from redis.exceptions import RedisError
 
 from app.extensions import db, get_redis
+from app.jobs import sweep
+from app.retries import backoff
 from app.services import payments
 
 log = logging.getLogger(__name__)
 
-FIRST_WAIT_SECONDS = 10
+FIRST_WAIT = timedelta(seconds=10)
 MAX_WAIT_SECONDS = 3600
 FAILURES_KEPT_SECONDS = 86_400
 WAIT_KEY = "acme_finalise_wait:{}"
@@ -37,21 +40,24 @@ def sweep_payments() -> int:
     due = [
         transaction_id for transaction_id in payments.unfinalised() if not _waiting(transaction_id)
     ]
-    for transaction_id in due:
-        try:
-            finalise_payment(transaction_id)
-        except Exception:
-            db.session.rollback()
-            log.exception(
-                "payment finalisation failed; retried later",
-                extra={"id": transaction_id, "retry_in_seconds": _back_off(transaction_id)},
-            )
+    sweep(
+        due,
+        finalise_payment,
+        log=log,
+        failure="payment finalisation failed; retried later",
+        details=lambda transaction_id: {
+            "id": transaction_id,
+            "retry_in_seconds": _back_off(transaction_id),
+        },
+    )
     return len(due)
 
 
 def finalise_wait(failures: int) -> int:
-    """Seconds before the next try, after `failures` failed ones."""
-    return min(FIRST_WAIT_SECONDS * 2 ** (failures - 1), MAX_WAIT_SECONDS)
+    """Seconds before the next try, after `failures` failed ones; unjittered, as the sweep
+    runs on a fixed period that jitter would not spread."""
+    wait = backoff(failures - 1, FIRST_WAIT, timedelta(seconds=MAX_WAIT_SECONDS), jitter=0)
+    return int(wait.total_seconds())
 
 
 def _waiting(transaction_id: str) -> bool:

@@ -9,6 +9,7 @@ that runs twice, or a sweep racing a job, never pays or refunds twice.
 import logging
 
 from app.extensions import db
+from app.jobs import sweep
 from app.services import payouts
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,5 @@ def sweep_payouts() -> int:
     """Process approvals whose job never ran (Redis was down) and payouts stuck mid-way; one
     payout's failure (a provider outage) never holds up the others."""
     due = payouts.due_for_processing()
-    for withdrawal_id in due:
-        try:
-            process_payout(withdrawal_id)
-        except Exception:
-            db.session.rollback()
-            log.exception("payout processing failed; retried later", extra={"id": withdrawal_id})
+    sweep(due, process_payout, log=log, failure="payout processing failed; retried later")
     return len(due)

@@ -7,6 +7,7 @@ Each step locks the refund and acts only on the status it expects, so reruns are
 import logging
 
 from app.extensions import db
+from app.jobs import sweep
 from app.models import RefundStatus
 from app.services import refunds
 
@@ -25,22 +26,20 @@ def poll_refunds() -> int:
     is due; one failure never holds up the others. Each step commits on its own: a status
     poll that fails keeps the submission just made (its provider reference) instead of
     rolling it back with it."""
-    for refund_id in refunds.waiting_refunds():
-        try:
-            refunds.fund(refund_id)
-            db.session.commit()
-        except Exception:
-            db.session.rollback()
-            log.exception("refund funding failed; retried later", extra={"id": refund_id})
+    sweep(
+        refunds.waiting_refunds(),
+        refunds.fund,
+        log=log,
+        failure="refund funding failed; retried later",
+    )
     due = refunds.due_refunds()
-    for refund_id in due:
-        try:
-            refund = refunds.submit(refund_id)
-            db.session.commit()
-            if refund is not None and refund.status is RefundStatus.IN_PROGRESS:
-                refunds.poll(refund_id)
-                db.session.commit()
-        except Exception:
-            db.session.rollback()
-            log.exception("refund polling failed; retried later", extra={"id": refund_id})
+    sweep(due, _submit_then_poll, log=log, failure="refund polling failed; retried later")
     return len(due)
+
+
+def _submit_then_poll(refund_id: str) -> None:
+    """Submit the refund (if still due), then poll it once it is in progress."""
+    refund = refunds.submit(refund_id)
+    db.session.commit()
+    if refund is not None and refund.status is RefundStatus.IN_PROGRESS:
+        refunds.poll(refund_id)

@@ -23,7 +23,7 @@ import hashlib
 import re
 from datetime import UTC, date, datetime, time, timedelta
 
-from app.services.business_days import SAO_PAULO
+from app.business_days import SAO_PAULO
 
 BASE_DATE = date(1997, 10, 7)
 MIN_FACTOR = 1000

@@ -4,6 +4,7 @@ from app.models.account import Account, Membership, Role, User
 from app.models.api_key import ApiKey, KeyMode
 from app.models.audit import AuditLog
 from app.models.auth_token import RevokedToken
+from app.models.constants import DISPUTED_STATUSES, SETTLED_STATUSES
 from app.models.dispute import (
     FINAL_DISPUTE_STATUSES,
     DisputeCase,
@@ -32,8 +33,6 @@ from app.models.refund import (
     RefundStrategy,
 )
 from app.models.transaction import (
-    DISPUTED_STATUSES,
-    SETTLED_STATUSES,
     Origin,
     ReceivedPix,
     ReceivedPixOutcome,

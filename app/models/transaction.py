@@ -31,11 +31,6 @@ class TransactionStatus(enum.StrEnum):
     DISPUTE = "DISPUTE"
 
 
-SETTLED_STATUSES = frozenset({TransactionStatus.PAID, TransactionStatus.APPROVED})
-# A dispute (MED or card chargeback) holds the money; refunds wait for its decision.
-DISPUTED_STATUSES = frozenset({TransactionStatus.DISPUTE, TransactionStatus.CHARGEBACK})
-
-
 class Origin(enum.StrEnum):
     """Which surface created the record: it decides the id the legacy events carry."""
 

@@ -10,6 +10,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from app.formats.money import DECIMAL_POINT, format_money
+
 GUI = "br.gov.bcb.pix"
 MERCHANT_CATEGORY_CODE = "0000"
 CURRENCY_BRL = "986"
@@ -109,8 +111,7 @@ def ascii_text(text: str) -> str:
 def format_amount(amount_cents: int) -> str:
     if amount_cents <= 0:
         raise BrCodeError("the amount must be positive")
-    amount = f"{amount_cents // 100}.{amount_cents % 100:02d}"
-    return _bounded(amount, MAX_AMOUNT_LENGTH, "amount")
+    return _bounded(format_money(amount_cents, notation=DECIMAL_POINT), MAX_AMOUNT_LENGTH, "amount")
 
 
 def _payload(

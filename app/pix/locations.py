@@ -3,8 +3,8 @@
 A BR Code holds its location (no scheme) in at most 77 characters. The 128-bit location id
 as 32 hex digits under `/v1/pix/locations/` left 27 characters for the host; written in
 base62 (22 characters) under `/v1/qr/` it leaves 48, so real host names fit. Start-up
-refuses a PUBLIC_BASE_URL that would not (`location_problem`), so no charge ever fails for
-it. The stored id stays the 32 hex digits: codes issued with the older address keep working.
+refuses a PUBLIC_BASE_URL that would not (`validate_public_base_url`), so no charge ever fails
+for it. The stored id stays the 32 hex digits: codes issued with the older address keep working.
 """
 
 import string
@@ -58,6 +58,13 @@ def location_problem(public_base_url: str) -> str | None:
             f"not {len(host_and_path)}."
         )
     return None
+
+
+def validate_public_base_url(config: dict) -> None:
+    """The start-up check (`app.settings_checks`) of `location_problem`."""
+    problem = location_problem(config["PUBLIC_BASE_URL"])
+    if problem:
+        raise RuntimeError(problem)
 
 
 def _prefix(public_base_url: str) -> str:

@@ -74,6 +74,18 @@ class PaymentRequest:
 
 
 @dataclass(frozen=True)
+class PaymentStatusRequest:
+    """A payment to ask about, with our record of it: a provider with books of its own reads
+    `method` and `provider_reference`; the sandbox, which keeps none, answers from the record."""
+
+    method: str
+    provider_reference: str
+    status: str  # a TransactionStatus value
+    amount: int
+    currency: str
+
+
+@dataclass(frozen=True)
 class PaymentInstructions:
     """What the payer needs for one method; fields of other methods stay None."""
 
@@ -110,6 +122,14 @@ class RefundRequest:
     payment_reference: str | None
     end_to_end_id: str | None = None
     destination_key: str | None = None
+
+
+@dataclass(frozen=True)
+class RefundStatusRequest:
+    """A started refund to ask about, with our record's amount (the sandbox's only book)."""
+
+    provider_reference: str
+    amount: int
 
 
 @dataclass(frozen=True)
@@ -157,7 +177,7 @@ class PaymentProvider(ABC):
         when the provider will not take the payment, ProviderError when it did not answer."""
 
     @abstractmethod
-    def payment_status(self, method: str, provider_reference: str) -> ProviderStatus:
+    def payment_status(self, request: PaymentStatusRequest) -> ProviderStatus:
         """The provider's current status of a payment, read live."""
 
     @abstractmethod
@@ -171,16 +191,12 @@ class PaymentProvider(ABC):
         the same request: `reference` makes it idempotent)."""
 
     @abstractmethod
-    def refund_status(self, provider_reference: str) -> RefundState:
+    def refund_status(self, request: RefundStatusRequest) -> RefundState:
         """Where a started refund stands."""
 
     @abstractmethod
     def create_charge(self, request: PixChargeRequest) -> PixCharge:
         """Bind a txid and produce the BR Code of an immediate charge."""
-
-    @abstractmethod
-    def charge_status(self, txid: str) -> str:
-        """The provider's status of the charge (API Pix vocabulary: ATIVA, CONCLUIDA, …)."""
 
     @abstractmethod
     def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:

@@ -8,7 +8,8 @@ BSC deposit addresses. Payments are simulated with `POST /v1/sandbox/charges/{id
 complete on the next poll. One amount fails on purpose so integrations can test the failure
 paths: 503,00 (`FAILING_AMOUNT`) makes creation fail, payouts be rejected and refunds fail.
 
-It keeps no books of its own: the service's records are its state, read back by reference.
+It keeps no books of its own and reads none of ours: the service's record is its state, passed
+in with each status question (`PaymentStatusRequest`, `RefundStatusRequest`).
 """
 
 import hashlib
@@ -16,12 +17,11 @@ import string
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import sqlalchemy as sa
-
-from app.extensions import db
+from app.business_days import SAO_PAULO, is_business_day
 from app.formats.locations import cob_status
+from app.formats.money import DECIMAL_POINT, format_money
 from app.methods import boleto, multibanco
-from app.models import Refund, RefundStatus, Transaction
+from app.models import RefundStatus
 from app.models.base import utcnow
 from app.pix import brcode, locations
 from app.pix.identifiers import new_return_id, new_txid
@@ -29,19 +29,19 @@ from app.providers.base import (
     PaymentInstructions,
     PaymentProvider,
     PaymentRequest,
+    PaymentStatusRequest,
     PayoutRejected,
     PayoutRequest,
     PayoutSent,
     PixCharge,
     PixChargeRequest,
     PixReturn,
-    ProviderError,
     ProviderRefused,
     ProviderStatus,
     RefundRequest,
     RefundState,
+    RefundStatusRequest,
 )
-from app.services.business_days import SAO_PAULO, is_business_day
 
 FAILING_AMOUNT = 50_300
 SANDBOX_ISPB = "99999999"
@@ -125,7 +125,7 @@ class SandboxProvider(PaymentProvider):
                 provider_reference=reference,
                 expires_at=now + CRYPTO_QUOTE_WINDOW,
                 crypto_address="0x" + digest[:40],
-                crypto_amount=f"{request.amount // 100}.{request.amount % 100:02d}",
+                crypto_amount=format_money(request.amount, notation=DECIMAL_POINT),
                 crypto_network=CRYPTO_NETWORK,
                 crypto_currency=request.currency,
             )
@@ -148,22 +148,21 @@ class SandboxProvider(PaymentProvider):
             boleto_line=boleto.digitable_line(code),
         )
 
-    def payment_status(self, method: str, provider_reference: str) -> ProviderStatus:
-        if method == "PIX":
-            status = self.charge_status(provider_reference)
-            return ProviderStatus(status=status, raw={"txid": provider_reference, "status": status})
-        transaction = db.session.get(Transaction, _reference_id(provider_reference))
-        if transaction is None:
-            raise ProviderError("Sandbox: no payment has this reference.", code="not_found")
-        status = ACQUIRER_STATUS[transaction.status.name]
+    def payment_status(self, request: PaymentStatusRequest) -> ProviderStatus:
+        """The record's status in a PSP's words: API Pix's for Pix, an acquirer's otherwise."""
+        if request.method == "PIX":
+            status = cob_status(request.status)
+            raw = {"txid": request.provider_reference, "status": status}
+            return ProviderStatus(status=status, raw=raw)
+        status = ACQUIRER_STATUS[request.status]
         return ProviderStatus(
             status=status,
             raw={
-                "id": provider_reference,
-                "method": method,
+                "id": request.provider_reference,
+                "method": request.method,
                 "status": status,
-                "amount": transaction.amount,
-                "currency": transaction.currency,
+                "amount": request.amount,
+                "currency": request.currency,
             },
         )
 
@@ -173,14 +172,9 @@ class SandboxProvider(PaymentProvider):
     def refund(self, request: RefundRequest) -> str:
         return f"sbx_rf_{request.reference.replace('-', '')}"
 
-    def refund_status(self, provider_reference: str) -> RefundState:
+    def refund_status(self, request: RefundStatusRequest) -> RefundState:
         """Done on the first poll; the failing amount is refused by the payer's bank."""
-        refund = db.session.scalar(
-            sa.select(Refund).where(Refund.provider_reference == provider_reference)
-        )
-        if refund is None:
-            raise ProviderError("Sandbox: no refund has this reference.", code="not_found")
-        if refund.amount == FAILING_AMOUNT:
+        if request.amount == FAILING_AMOUNT:
             return RefundState(
                 status="FAILED",
                 failure_reason="Sandbox: the payer's bank refused the refund (test amount 503,00).",
@@ -212,13 +206,6 @@ class SandboxProvider(PaymentProvider):
             expires_at=utcnow() + timedelta(seconds=request.expires_in),
         )
 
-    def charge_status(self, txid: str) -> str:
-        """The sandbox keeps no books of its own: the charge record is its state."""
-        charge = db.session.scalar(sa.select(Transaction).where(Transaction.pix_txid == txid))
-        if charge is None:
-            raise ProviderError("Sandbox: no charge has this txid.", code="not_found")
-        return cob_status(charge.status)
-
     def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:
         return PixReturn(
             return_id=new_return_id(SANDBOX_ISPB, utcnow()), status=RefundStatus.REFUNDED.value
@@ -238,11 +225,3 @@ class SandboxProvider(PaymentProvider):
         suffix = "".join(ALPHANUMERIC[int(digest[i : i + 2], 16) % 62] for i in range(0, 22, 2))
         stamp = request.requested_at.astimezone(UTC).strftime("%Y%m%d%H%M")
         return PayoutSent(reference=f"E{SANDBOX_ISPB}{stamp}{suffix}")
-
-
-def _reference_id(provider_reference: str) -> str:
-    """Our transaction id inside one of the sandbox's references (`sbx_<method>_<hex>`)."""
-    try:
-        return str(uuid.UUID(provider_reference.rsplit("_", 1)[-1]))
-    except ValueError as error:
-        raise ProviderError("Sandbox: not a sandbox reference.", code="not_found") from error

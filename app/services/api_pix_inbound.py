@@ -72,13 +72,13 @@ from app.providers.api_pix.mapping import (
 )
 from app.services import (
     charges,
-    disputes,
     payments,
     pix_payments,
     psp_notices,
     refunds,
     transactions,
 )
+from app.services.disputes import cases
 
 log = logging.getLogger(__name__)
 
@@ -365,7 +365,7 @@ def _apply_med(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> No
             },
         )
         return
-    disputes.decide(case.id, "rejected", note=_describe(devolucao))
+    cases.decide(case.id, "rejected", note=_describe(devolucao))
 
 
 def _case_for(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> DisputeCase | None:
@@ -409,7 +409,7 @@ def _case_for(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> Dis
             },
         )
         return None
-    notice = disputes.DisputeNotice(
+    notice = cases.DisputeNotice(
         external_id=devolucao.id,
         type=DisputeType.MED,
         amount=devolucao.amount,
@@ -418,7 +418,7 @@ def _case_for(charge: Transaction, entry: PixEntry, devolucao: Devolucao) -> Dis
         opened_at=devolucao.requested_at,
     )
     try:
-        case, _ = disputes.open_case(charge.id, notice, source=DISPUTE_SOURCE)
+        case, _ = cases.open_case(charge.id, notice, source=DISPUTE_SOURCE)
     except ApiError as error:  # refused before writing anything
         log.warning(
             "MED devolução not linked to a dispute case",

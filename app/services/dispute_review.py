@@ -2,7 +2,7 @@
 what staff need to handle each (whose it is, the charge's own amount beside the reported one,
 the evidence the merchant attached).
 
-Staff act through `disputes.request_evidence`, `disputes.decide` and `disputes.open_case`, the
+Staff act through `disputes.cases` (`request_evidence`, `decide`, `open_case`), the
 functions the sandbox's dispute channel calls too; this module only finds what is waiting. It
 reads across every merchant account on purpose (platform staff only), so no merchant-facing
 route may call it.

@@ -2,14 +2,14 @@
 
 An event row commits or rolls back with the change it describes, so no event is ever sent
 for a change that did not happen, and none is lost for a change that did. Delivery reads
-these rows later (the webhook relay, `app/services/webhooks.py`).
+these rows later (the webhook relay, `app/services/webhooks/relay.py`).
 """
 
 import uuid
 
 from app.extensions import WEBHOOK_QUEUE, db
-from app.jobs.queueing import enqueue_after_commit
 from app.models import Event, KeyMode
+from app.queueing import enqueue_after_commit
 
 API_VERSION = "2026-11-01"
 RELAY_JOB = "app.jobs.webhooks.relay_events"

@@ -12,10 +12,10 @@ from datetime import date, datetime, timedelta
 
 import sqlalchemy as sa
 
+from app.business_days import SAO_PAULO
 from app.extensions import db
 from app.models import KeyMode, SettlementRelease, Wallet, Withdrawal, WithdrawalStatus
 from app.services import payment_stats
-from app.services.business_days import SAO_PAULO
 
 CHART_DAYS = 30
 UPCOMING_RELEASES = 5

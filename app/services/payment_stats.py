@@ -21,11 +21,11 @@ from datetime import UTC, date, datetime, time, timedelta
 
 import sqlalchemy as sa
 
+from app.business_days import SAO_PAULO, is_business_day
 from app.config import PAYMENT_METHODS
 from app.extensions import db
-from app.models import KeyMode, Transaction, TransactionStatus
+from app.models import DISPUTED_STATUSES, KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
-from app.services.business_days import SAO_PAULO, is_business_day
 from app.services.payments import offers
 
 MAX_DAYS = 3660
@@ -35,7 +35,7 @@ OUTCOME_STATUSES = {
     "failed": (TransactionStatus.REFUSED,),
     "cancelled": (TransactionStatus.CANCELLED,),
     "refunded": (TransactionStatus.REFUNDED,),
-    "disputed": (TransactionStatus.DISPUTE, TransactionStatus.CHARGEBACK),
+    "disputed": tuple(sorted(DISPUTED_STATUSES)),
 }
 RATE_DECIMALS = 4
 

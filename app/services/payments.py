@@ -7,8 +7,9 @@ catches any whose job never ran), filling each requested method's instructions a
 it to WAITING_PAYMENT. Rules between fields live here, so the API and the dashboard agree.
 """
 
-import re
-from dataclasses import dataclass, field
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -20,26 +21,30 @@ from app.errors import Conflict, InvalidRequest, ServiceUnavailable, Unprocessab
 from app.extensions import MONEY_QUEUE, db
 from app.formats.charges import raw_id
 from app.formats.payments import TRANSACTION_ID_PREFIX, payment_event_data
-from app.jobs.queueing import enqueue_after_commit
 from app.models import Account, Event, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import utcnow
+from app.models.constants import PAYMENT_CURRENCY_CODE
 from app.pix.documents import strip_formatting, tax_id_kind
 from app.providers import provider_for, provider_named
 from app.providers.base import (
     PaymentProvider,
     PaymentRequest,
+    PaymentStatusRequest,
     ProviderError,
     ProviderRefused,
     ProviderStatus,
 )
-from app.services import charges, customers, fraud, pix_payments, settlement, transactions, webhooks
+from app.queueing import enqueue_after_commit
+from app.services import charges, customers, fraud, pix_payments, settlement, transactions
 from app.services.allowances import ALLOWED, Allowance, refused
 from app.services.events import record_event
+from app.services.paging import paged
+from app.services.webhooks import endpoints as webhook_endpoints
+from app.services.webhooks import relay as webhook_relay
 
 S = TransactionStatus
 METHODS = PAYMENT_METHODS
 PIX, CARD, MBWAY = "PIX", "CREDIT_CARD", "MBWAY"
-CURRENCY = re.compile(r"[A-Z0-9]{3,8}")
 DEFAULT_CURRENCY = "BRL"
 MAX_CUSTOMER_ID = 128
 MAX_CUSTOMER_NAME = 140
@@ -116,6 +121,14 @@ class PaymentQuery:
     end: datetime | None = None
     sort_by: str = "createdAt"
     descending: bool = True
+
+
+@dataclass(frozen=True)
+class ListedPayment:
+    """A transaction with the status a reader sees (`_shown_status`), read without writing."""
+
+    payment: Transaction
+    status: str
 
 
 def create_payment(account_id: str, mode: KeyMode, new: NewPayment) -> Transaction:
@@ -207,6 +220,35 @@ def list_payments(
 ) -> tuple[list[Transaction], int]:
     """One page of the account's transactions and how many match in all."""
     now = utcnow()
+    found = paged(_listing(account_id, mode, query, now), query.page, query.limit)
+    return charges.expire_listed(found.rows, now), found.total
+
+
+def payment_rows(
+    account_id: str, mode: KeyMode, query: PaymentQuery, chunk_size: int
+) -> Iterator[ListedPayment]:
+    """Every transaction `list_payments` finds for `query`, on any page, for an export: read
+    `chunk_size` rows per query, none created after the export started (so the pages never
+    shift), and read-only (an overdue one is shown EXPIRED; the sweep stores it), so a long
+    export holds no lock and needs no commit."""
+    now = utcnow()
+    query = replace(query, limit=chunk_size, end=min(query.end, now) if query.end else now)
+    for page in itertools.count(1):
+        rows = _listed_page(account_id, mode, replace(query, page=page))
+        yield from rows
+        if len(rows) < chunk_size:
+            return
+
+
+def _listed_page(account_id: str, mode: KeyMode, query: PaymentQuery) -> list[ListedPayment]:
+    now = utcnow()
+    listing = _listing(account_id, mode, query, now).add_columns(_shown_status(now))
+    found = db.session.execute(listing.offset((query.page - 1) * query.limit).limit(query.limit))
+    return [ListedPayment(payment, status) for payment, status in found]
+
+
+def _listing(account_id: str, mode: KeyMode, query: PaymentQuery, now: datetime) -> sa.Select:
+    """The transactions `query` matches, in its order (every page of it)."""
     conditions = [Transaction.account_id == account_id, Transaction.mode == mode]
     if query.status is not None:
         conditions.append(charges.status_condition({query.status}, now))
@@ -216,17 +258,9 @@ def list_payments(
         conditions.append(Transaction.created_at >= query.start)
     if query.end is not None:
         conditions.append(Transaction.created_at <= query.end)
-    total = db.session.scalar(sa.select(sa.func.count()).where(*conditions))
     key = _shown_status(now) if query.sort_by == "status" else SORTABLE[query.sort_by]
     order = [key.desc(), Transaction.id.desc()] if query.descending else [key.asc(), Transaction.id]
-    rows = db.session.scalars(
-        sa.select(Transaction)
-        .where(*conditions)
-        .order_by(_nulls_last(order[0], key), order[1])
-        .offset((query.page - 1) * query.limit)
-        .limit(query.limit)
-    ).all()
-    return charges.expire_listed(list(rows), now), total
+    return sa.select(Transaction).where(*conditions).order_by(_nulls_last(order[0], key), order[1])
 
 
 def _nulls_last(ordering: sa.ColumnElement, key: sa.ColumnElement) -> sa.ColumnElement:
@@ -337,8 +371,8 @@ def resend_webhook(account_id: str, mode: KeyMode, payment_id: str) -> dict:
     heard = [
         event_type
         for event_type in transactions.EVENTS_ON_ENTRY.get(payment.status, ())
-        if event_type.startswith(webhooks.TRANSACTION_EVENT_PREFIX)
-        and webhooks.has_listener(payment, event_type)
+        if event_type.startswith(webhook_relay.TRANSACTION_EVENT_PREFIX)
+        and webhook_relay.has_listener(payment, event_type)
     ]
     for event_type in heard:
         record_event(
@@ -371,7 +405,15 @@ def provider_status(account_id: str, mode: KeyMode, payment_id: str) -> dict:
 def _ask_provider(payment: Transaction) -> ProviderStatus:
     provider = provider_named(payment.provider, payment.mode)
     try:
-        return provider.payment_status(payment.reference_method, payment.provider_reference)
+        return provider.payment_status(
+            PaymentStatusRequest(
+                method=payment.reference_method,
+                provider_reference=payment.provider_reference,
+                status=payment.status,
+                amount=payment.amount,
+                currency=payment.currency,
+            )
+        )
     except ProviderRefused as error:
         raise Unprocessable(
             f"The provider refused to report on this payment ({error.message})."
@@ -487,7 +529,7 @@ def _validated(account_id: str, mode: KeyMode, new: NewPayment) -> dict:
             param="amount",
         )
     currency = new.currency.strip()
-    if not CURRENCY.fullmatch(currency.upper()) or not currency.isascii():
+    if not PAYMENT_CURRENCY_CODE.fullmatch(currency.upper()) or not currency.isascii():
         raise InvalidRequest(
             "currency is 3 to 8 letters or digits, such as BRL, EUR or USDT.", param="currency"
         )
@@ -575,7 +617,7 @@ def _webhook_url(account_id: str, mode: KeyMode, url: str | None) -> str | None:
     its deliveries are signed with a secret the merchant holds."""
     if url is None:
         return None
-    if webhooks.active_endpoint_at(account_id, mode, url) is None:
+    if webhook_endpoints.active_endpoint_at(account_id, mode, url) is None:
         raise InvalidRequest(
             "webhookUrl must be the URL of an active webhook endpoint of this account "
             "(register it with POST /v1/webhooks/endpoints first, so its deliveries are "

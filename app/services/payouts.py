@@ -21,10 +21,10 @@ from datetime import datetime, time, timedelta
 import sqlalchemy as sa
 from flask import current_app
 
+from app.business_days import SAO_PAULO
 from app.errors import ApiError, Conflict, InvalidRequest, NotFound, PermissionDenied
 from app.extensions import MONEY_QUEUE, db
 from app.formats.payouts import payout_object, withdrawal_event_data
-from app.jobs.queueing import enqueue_after_commit
 from app.models import (
     Account,
     KeyMode,
@@ -39,11 +39,12 @@ from app.pix import keys
 from app.pix.documents import strip_formatting, tax_id_kind
 from app.providers import payout_provider_for, provider_named
 from app.providers.base import PayoutRejected, PayoutRequest
-from app.services import accounts, audit, fees, ledger, wallets
+from app.queueing import enqueue_after_commit
+from app.services import accounts, audit, fees, ledger, locking, wallets
 from app.services.allowances import Allowance, manager_allowance, refused
-from app.services.business_days import SAO_PAULO
 from app.services.events import record_event
 from app.services.ledger import Line
+from app.services.paging import paged
 from app.services.state_machine import StateMachine
 
 W = WithdrawalStatus
@@ -111,7 +112,7 @@ def request_payout(membership: Membership, new: NewPayout) -> Withdrawal:
     accounts.require_manager(
         membership, "Only the account's OWNER or ADMIN may request payouts.", ROLE_REQUIRED
     )
-    account = _locked_account(membership.account_id)
+    account = locking.lock(Account, membership.account_id)
     mode = KeyMode.TEST if new.test else KeyMode.LIVE
     destination = _destination(new, account)
     provider = payout_provider_for(mode)
@@ -263,16 +264,9 @@ def list_payouts(
     account_id: str, mode: KeyMode | None, status: str | None, page: int, limit: int
 ) -> tuple[list[Withdrawal], int]:
     """One page (newest first) and the total matching; `mode=None` lists both modes."""
-    conditions = _listing_conditions(account_id, mode, status)
-    total = db.session.scalar(sa.select(sa.func.count()).select_from(Withdrawal).where(*conditions))
-    rows = db.session.scalars(
-        sa.select(Withdrawal)
-        .where(*conditions)
-        .order_by(*LISTING_ORDER)
-        .offset((page - 1) * limit)
-        .limit(limit)
-    ).all()
-    return list(rows), total
+    listing = sa.select(Withdrawal).where(*_listing_conditions(account_id, mode, status))
+    found = paged(listing.order_by(*LISTING_ORDER), page, limit)
+    return found.rows, found.total
 
 
 def payout_rows(
@@ -337,15 +331,6 @@ def _auto_approves(account: Account, withdrawal: Withdrawal) -> bool:
         account.withdrawals_auto_approve
         and withdrawal.currency == BRL
         and withdrawal.amount <= threshold
-    )
-
-
-def _locked_account(account_id: str) -> Account:
-    return db.session.scalar(
-        sa.select(Account)
-        .where(Account.id == account_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
     )
 
 
@@ -458,12 +443,7 @@ def _record_events(withdrawal: Withdrawal, previous: WithdrawalStatus | None) ->
 
 
 def _lock(withdrawal_id: str) -> Withdrawal:
-    withdrawal = db.session.scalar(
-        sa.select(Withdrawal)
-        .where(Withdrawal.id == withdrawal_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
+    withdrawal = locking.lock(Withdrawal, withdrawal_id)
     if withdrawal is None:
         raise NotFound("No such withdrawal.")
     return withdrawal

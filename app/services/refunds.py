@@ -35,7 +35,6 @@ import sqlalchemy as sa
 from app.errors import Conflict, InvalidRequest, NotFound, Unprocessable
 from app.extensions import MONEY_QUEUE, db
 from app.formats.payments import payment_event_data, refund_event_data
-from app.jobs.queueing import enqueue_after_commit
 from app.models import (
     DISPUTED_STATUSES,
     SETTLED_STATUSES,
@@ -54,12 +53,20 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix import keys
 from app.providers import provider_named, require_pix_out, sends_pix_out
-from app.providers.base import PaymentProvider, ProviderError, ProviderRefused, RefundRequest
+from app.providers.base import (
+    PaymentProvider,
+    ProviderError,
+    ProviderRefused,
+    RefundRequest,
+    RefundStatusRequest,
+)
+from app.queueing import enqueue_after_commit
 from app.retries import backoff
 from app.services import (
     dispute_holds,
     fees,
     ledger,
+    locking,
     payments,
     pix_payments,
     refund_states,
@@ -333,7 +340,9 @@ def poll(refund_id: str) -> Refund | None:
     provider = provider_named(payment.provider, payment.mode)
     refund.updated_at = utcnow()  # polled now: the others come first next time
     try:
-        state = provider.refund_status(refund.provider_reference)
+        state = provider.refund_status(
+            RefundStatusRequest(refund.provider_reference, refund.amount)
+        )
     except ProviderError as error:
         log.warning("refund status unavailable", extra={"id": refund.id, "error": error.code})
         return refund
@@ -575,10 +584,4 @@ def _lock(refund_id: str) -> tuple[Refund | None, Transaction | None]:
     if transaction_id is None:
         return None, None
     payment = transactions.lock(transaction_id)
-    refund = db.session.scalar(
-        sa.select(Refund)
-        .where(Refund.id == refund_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
-    return refund, payment
+    return locking.lock(Refund, refund_id), payment

@@ -13,12 +13,12 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from flask import current_app
 
+from app.business_days import start_of_business_day_after
 from app.config import SETTLEMENT_HOLD_PATTERN
 from app.extensions import db
 from app.models import LedgerAccount, SettlementRelease, Wallet
 from app.models.base import utcnow
 from app.services import ledger
-from app.services.business_days import start_of_business_day_after
 from app.services.ledger import Line
 
 RELEASE = "settlement_release"

@@ -15,6 +15,7 @@ from app.formats.charges import charge_object
 from app.formats.payments import payment_event_data
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
+from app.services import locking
 from app.services.events import record_event
 from app.services.state_machine import StateMachine
 
@@ -66,13 +67,8 @@ def find(account_id: str, mode: KeyMode, transaction_id: str) -> Transaction:
 
 
 def lock(transaction_id: str) -> Transaction:
-    """The row, locked until commit (`SELECT … FOR UPDATE`), re-read from the database."""
-    transaction = db.session.scalar(
-        sa.select(Transaction)
-        .where(Transaction.id == transaction_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
+    """The row, locked until commit (`locking.lock`); an unknown id is 404."""
+    transaction = locking.lock(Transaction, transaction_id)
     if transaction is None:
         raise NotFound("No such charge.")
     return transaction

@@ -22,11 +22,11 @@ from app.api.schemas.disputes import CASE_ID, CHARGE_FILTER
 from app.api.schemas.fields import EMAIL, NUL_FREE, TAX_ID
 from app.api.schemas.webhooks import ENDPOINT_URL
 from app.api.security import API_KEY_HEADER
+from app.formats.event_catalog import SUBSCRIBABLE
 from app.models import KeyMode
 from app.models.base import MAX_PAGE_OR_OFFSET
 from app.services.charges import MAX_AMOUNT, MIN_EXPIRES_IN
-from app.services.disputes import HIDDEN_CATEGORIES
-from app.services.event_catalog import SUBSCRIBABLE
+from app.services.disputes.evidence import HIDDEN_CATEGORIES
 from tests.support import charges, factories, payments
 from tests.support.charges import ALPHANUMERIC_CNPJ, CNPJ, CPF
 from tests.support.http import assert_error

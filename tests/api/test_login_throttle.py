@@ -10,7 +10,8 @@ import pytest
 from redis import Redis
 
 from app import trust_proxies
-from app.config import load_settings, validate_settings
+from app.config import load_settings
+from app.settings_checks import validate_settings
 from tests.support import factories
 from tests.support.http import assert_error
 

@@ -141,7 +141,7 @@ def _register(client, api_key, url, events) -> dict:
     return response.get_json()
 
 
-# Standards recomputed here, independently of app.methods and app.services.business_days.
+# Standards recomputed here, independently of app.methods and app.business_days.
 
 
 def _mod10(digits: str) -> int:

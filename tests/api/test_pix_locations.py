@@ -7,8 +7,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from app.config import load_settings, validate_settings
+from app.config import load_settings
 from app.pix import brcode, locations
+from app.settings_checks import validate_settings
 from tests.support import factories
 from tests.support.charges import created
 from tests.support.http import assert_error

@@ -31,7 +31,7 @@ from app.services.refunds import (
     request_refund,
     submit_backoff,
 )
-from app.services.sandbox import SANDBOX_PAYER_CPF
+from app.services.simulated_payer import SANDBOX_PAYER_CPF
 from tests.support import charges, factories
 from tests.support.http import assert_error
 from tests.support.payments import finalised, refund
@@ -385,7 +385,7 @@ def test_a_refund_whose_job_was_never_enqueued_is_submitted_by_the_poll_after_th
         raise RedisConnectionError("Connection refused")
 
     with monkeypatch.context() as patch:
-        patch.setattr("app.jobs.queueing.get_queue", redis_is_down)
+        patch.setattr("app.queueing.get_queue", redis_is_down)
         body = refunded(client, merchant, payment["id"])
     run_jobs(app, redis)  # nothing was queued
     assert refund_row(app, body["id"]).status is RefundStatus.PENDING

@@ -6,12 +6,12 @@ import pytest
 import sqlalchemy as sa
 from rq import SimpleWorker
 
+from app.business_days import start_of_business_day_after
 from app.extensions import db, get_queue
 from app.jobs import wallets as wallet_jobs
 from app.models import KeyMode, SettlementRelease
 from app.models.base import utcnow
 from app.services import ledger
-from app.services.business_days import start_of_business_day_after
 from tests.support import factories
 from tests.support.charges import created, pay
 from tests.support.http import assert_error

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from app.extensions import db
 from app.jobs import webhooks as webhook_jobs
 from app.models import KeyMode, WebhookDelivery
-from app.services import webhooks
+from app.services.webhooks import addresses
 from tests.support import factories
 from tests.support.charges import created
 from tests.support.http import assert_error
@@ -108,7 +108,7 @@ def test_live_endpoints_may_not_be_multicast_or_reserved(client, live_key, host,
 
 @pytest.mark.parametrize(("host", "kind"), NOT_PUBLIC_UNICAST[:6])
 def test_nor_patched_to_one(client, live_key, monkeypatch, host, kind):
-    monkeypatch.setattr(webhooks, "resolve", lambda name: ["93.184.216.34"])
+    monkeypatch.setattr(addresses, "resolve", lambda name: ["93.184.216.34"])
     registered = _register(client, live_key, "https://hooks.example.com/hooks")
     assert registered.status_code == 201, registered.get_json()
     monkeypatch.undo()
@@ -132,7 +132,7 @@ def test_public_unicast_addresses_are_accepted(client, live_key):
 def test_a_name_that_turns_multicast_is_not_delivered_to(app, client, test_key, monkeypatch):
     monkeypatch.setitem(app.config, "WEBHOOK_ALLOW_PRIVATE_TEST_URLS", False)
     answers = iter([["93.184.216.34"], ["224.0.0.251"]])
-    monkeypatch.setattr(webhooks, "resolve", lambda name: next(answers))
+    monkeypatch.setattr(addresses, "resolve", lambda name: next(answers))
     assert _register(client, test_key, "https://hooks.example.com/hooks").status_code == 201
     created(client, test_key)
 

@@ -19,7 +19,8 @@ from app.extensions import QUEUE_NAMES, WEBHOOK_QUEUE, db, get_queue
 from app.jobs import webhooks as webhook_jobs
 from app.models import KeyMode, WebhookDelivery, WebhookEndpoint
 from app.models.base import utcnow
-from app.services import webhooks
+from app.services.webhooks import addresses, relay, transport
+from app.services.webhooks import delivery as webhook_delivery
 from tests.support import factories
 from tests.support.charges import created, get, pay
 from tests.support.http import assert_error
@@ -381,7 +382,7 @@ def test_events_written_while_redis_is_down_are_delivered_after_it_returns(
         raise RedisConnectionError("Connection refused")
 
     with monkeypatch.context() as patch:
-        patch.setattr("app.jobs.queueing.get_queue", redis_is_down)
+        patch.setattr("app.queueing.get_queue", redis_is_down)
         charge = created(client, api_key)
     _run_worker(app, redis)
     assert receiver.received == []  # nothing reached the queue
@@ -398,12 +399,12 @@ def test_a_delivery_is_never_sent_by_two_workers_at_once(app, client, api_key, r
     with app.app_context():
         webhook_jobs.relay_events()
         (delivery,) = _deliveries(app)
-        first = webhooks.claim(delivery.id)
+        first = webhook_delivery.claim(delivery.id)
         db.session.commit()
         assert first is not None
-        assert webhooks.claim(delivery.id) is None
+        assert webhook_delivery.claim(delivery.id) is None
         later = utcnow() + timedelta(minutes=2)  # the first sender died: its lease ran out
-        assert webhooks.claim(delivery.id, now=later) is not None
+        assert webhook_delivery.claim(delivery.id, now=later) is not None
         db.session.rollback()
 
 
@@ -494,14 +495,14 @@ def test_a_late_answer_from_a_replaced_sender_is_dropped(app, client, api_key, r
     with app.app_context():
         webhook_jobs.relay_events()
         (delivery,) = _deliveries(app)
-        assert webhooks.claim(delivery.id) is not None
+        assert webhook_delivery.claim(delivery.id) is not None
         db.session.commit()
         later = utcnow() + timedelta(minutes=5)
-        assert webhooks.claim(delivery.id, now=later).attempts == 2
+        assert webhook_delivery.claim(delivery.id, now=later).attempts == 2
         db.session.commit()
-        late = webhooks.record(delivery.id, 1, webhooks.Attempt(500, "boom", None))
+        late = webhook_delivery.record(delivery.id, 1, transport.Attempt(500, "boom", None))
         assert (late.status, late.attempts, late.last_status_code) == ("PROCESSING", 2, None)
-        done = webhooks.record(delivery.id, 2, webhooks.Attempt(200, "ok", None))
+        done = webhook_delivery.record(delivery.id, 2, transport.Attempt(200, "ok", None))
         assert done.status == "DELIVERED"
         db.session.commit()
 
@@ -520,7 +521,7 @@ def test_a_sender_that_died_on_the_last_attempt_is_dead_lettered_not_resent(
             .values(status="PROCESSING", attempts=15, lease_expires_at=utcnow())
         )
         db.session.commit()
-        assert webhooks.claim(delivery.id, now=utcnow() + timedelta(seconds=1)) is None
+        assert webhook_delivery.claim(delivery.id, now=utcnow() + timedelta(seconds=1)) is None
         db.session.commit()
     (delivery,) = _deliveries(app)
     assert (delivery.status, delivery.attempts) == ("FAILED", 15)
@@ -619,9 +620,9 @@ def test_every_queued_delivery_is_limited_to_its_lease(app, client, api_key, rec
     with app.app_context():
         webhook_jobs.relay_events()
         jobs = get_queue(WEBHOOK_QUEUE).get_jobs()
-        deliveries = [job for job in jobs if job.func_name == webhooks.DELIVER_JOB]
+        deliveries = [job for job in jobs if job.func_name == relay.DELIVER_JOB]
         assert deliveries
-        assert {job.timeout for job in deliveries} == {webhooks.job_timeout()}
+        assert {job.timeout for job in deliveries} == {webhook_delivery.job_timeout()}
 
 
 def test_one_endpoint_never_takes_more_workers_than_its_cap(
@@ -645,7 +646,7 @@ def test_one_endpoint_never_takes_more_workers_than_its_cap(
 
     def worker(delivery_id: str, commit_when: threading.Event | None = None) -> None:
         with app.app_context():
-            claimed[delivery_id] = webhooks.claim(delivery_id) is not None
+            claimed[delivery_id] = webhook_delivery.claim(delivery_id) is not None
             if commit_when is not None:
                 commit_when.wait(10)
             db.session.commit()
@@ -670,13 +671,14 @@ def test_one_endpoint_never_takes_more_workers_than_its_cap(
     assert claimed == {first.id: True, second.id: False}
     (waiting,) = _deliveries(app, id=second.id)
     assert (waiting.status, waiting.attempts) == ("PENDING", 0)
-    assert waiting.next_retry_at >= before_second_claim + webhooks.ENDPOINT_BUSY_WAIT
+    assert waiting.next_retry_at >= before_second_claim + webhook_delivery.ENDPOINT_BUSY_WAIT
     with app.app_context():
-        assert webhooks.claim(to_other.id) is not None  # another endpoint is not held up
+        assert webhook_delivery.claim(to_other.id) is not None  # another endpoint is not held up
         db.session.commit()
-        webhooks.record(first.id, 1, webhooks.Attempt(200, "ok", None))
+        webhook_delivery.record(first.id, 1, transport.Attempt(200, "ok", None))
         db.session.commit()
-        assert webhooks.claim(second.id, now=waiting.next_retry_at) is not None  # room again
+        # room again
+        assert webhook_delivery.claim(second.id, now=waiting.next_retry_at) is not None
         db.session.rollback()
 
 
@@ -685,5 +687,5 @@ def test_a_malformed_bracketed_host_is_refused_not_a_crash(app, url):
     """`urlsplit` raises on these; the dashboard's form reaches `check_url` without the API's
     pattern in front of it."""
     with app.app_context(), pytest.raises(InvalidRequest) as refused:
-        webhooks.check_url(url, KeyMode.TEST)
+        addresses.check_url(url, KeyMode.TEST)
     assert refused.value.param == "url"

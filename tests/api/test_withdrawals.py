@@ -368,7 +368,7 @@ def test_an_approval_made_while_redis_is_down_is_paid_by_the_sweep(
 
     payout = request(client, merchant).get_json()
     with monkeypatch.context() as patch:
-        patch.setattr("app.jobs.queueing.get_queue", redis_is_down)
+        patch.setattr("app.queueing.get_queue", redis_is_down)
         assert _approve(client, staff, payout["id"]).status_code == 200
     with app.app_context():
         assert payout_jobs.sweep_payouts() == 0  # a fresh approval is left to its own job

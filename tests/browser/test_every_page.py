@@ -25,7 +25,7 @@ import pytest
 
 from app.extensions import db
 from app.models import KeyMode, Role
-from app.services import webhooks
+from app.services.webhooks import endpoints as webhook_endpoints
 from tests.browser.conftest import SCREENSHOTS, run_jobs, sign_in
 from tests.browser.pages import VIEWPORT, BrowserLog, endpoint_at, page_problems
 from tests.support import charges, factories, payments, payouts
@@ -172,6 +172,7 @@ VISITS: dict[str, Visit] = {
     "dashboard.api_keys_page": Visit((nav("API keys"),)),
     "dashboard.back_office": Visit((nav("Back-office"),), who=Who.STAFF),
     "dashboard.dispute_operations": Visit((nav("Dispute desk"),), who=Who.STAFF),
+    "dashboard.psp_notices_page": Visit((nav("Live PSP"),), who=Who.STAFF),
     "checkout.page": Visit(checkout(PIX_AND_BOLETO)),
     "checkout.status": Visit(checkout(PIX_AND_BOLETO), Kind.FETCHED),  # checkout.js polls it
     "checkout.boleto_pdf": Visit(
@@ -191,7 +192,7 @@ def world(app, client, redis, monkeypatch, live_server, receiver) -> World:
     shop = merchant(app, monkeypatch)
     owner = factories.make_member(app, shop.account_id, Role.OWNER)
     with app.app_context():
-        webhooks.create_endpoint(
+        webhook_endpoints.create_endpoint(
             shop.account_id, KeyMode.TEST, receiver.url, ["charge.created", "charge.paid"]
         )
         db.session.commit()

@@ -7,7 +7,8 @@ from cryptography.fernet import Fernet
 
 from app.extensions import db
 from app.models import Account, AuditLog, KeyMode, Membership, User, WebhookEndpoint
-from app.services import secrets_box, webhooks
+from app.services import secrets_box
+from app.services.webhooks import endpoints as webhook_endpoints
 
 
 def _run(app, *args, input=None):
@@ -185,7 +186,7 @@ def test_secrets_reencrypt_moves_webhook_secrets_to_the_newest_key(app, monkeypa
     monkeypatch.setitem(app.config, "SECRETS_ENCRYPTION_KEYS", old_key)
     account_id = _run(app, "accounts", "create", "Loja Chaves").split("account_id=")[1].split()[0]
     with app.app_context():
-        endpoint, secret = webhooks.create_endpoint(
+        endpoint, secret = webhook_endpoints.create_endpoint(
             account_id, KeyMode.TEST, "http://127.0.0.1:9/hooks", ["charge.paid"]
         )
         db.session.commit()

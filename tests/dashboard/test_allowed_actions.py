@@ -10,7 +10,10 @@ import re
 from app.extensions import db
 from app.formats.payments import transaction_id
 from app.models import KeyMode, Refund, Role
-from app.services import accounts, charges, disputes, payments, payouts, refunds, webhooks
+from app.services import accounts, charges, payments, payouts, refunds
+from app.services.disputes import allowances
+from app.services.disputes.listing import get_case
+from app.services.webhooks import endpoints as webhook_endpoints
 from tests.support import charges as charge_calls
 from tests.support import disputes as d
 from tests.support.dashboard import sign_in
@@ -73,7 +76,7 @@ def _payments_in_every_status(app, redis, shop) -> dict[str, str]:
     made["expired"] = charge_calls.created(api, key)["id"]
     charge_calls.update_row(app, made["expired"], expires_at=d.past(minutes=1))
     with app.app_context():
-        made["disputed"] = disputes.get_case(shop.account_id, TEST, shop.open_case).transaction_id
+        made["disputed"] = get_case(shop.account_id, TEST, shop.open_case).transaction_id
     made["refund waiting for funds"] = shop.waiting_refund.payment_id
     return made
 
@@ -228,12 +231,12 @@ def _cases_in_every_status(app, shop) -> dict[str, str]:
 
 def _allowed_case_actions(app, shop, case_id: str) -> set[str]:
     with app.app_context():
-        case = disputes.get_case(shop.account_id, TEST, case_id)
+        case = get_case(shop.account_id, TEST, case_id)
         page = f"{DISPUTES}/{case_id}"
         allowed = {
-            f"{page}/appeal": disputes.appealability(case).allowed,
-            f"{page}/accept": disputes.acceptability(case).allowed,
-            f"{page}/evidence": disputes.attachability(case).allowed,
+            f"{page}/appeal": allowances.appealability(case).allowed,
+            f"{page}/accept": allowances.acceptability(case).allowed,
+            f"{page}/evidence": allowances.attachability(case).allowed,
         }
         db.session.rollback()
     return {path for path, ok in allowed.items() if ok}
@@ -264,7 +267,7 @@ def test_an_appealed_case_offers_no_answer_and_the_api_refuses_both(app, client,
     assert _acting_forms(client, page) == {f"{DISPUTES}/{case_id}/evidence"}
     for answer, body in (("appeal", reason), ("accept", None)):
         refused = d.call(api, key, "POST", f"/v1/med/cases/{case_id}/{answer}", json=body)
-        assert_error(refused, 400, "invalid_request_error", disputes.NOT_OPEN)
+        assert_error(refused, 400, "invalid_request_error", allowances.NOT_OPEN)
 
 
 # Payouts: cancel
@@ -318,10 +321,12 @@ def test_each_payout_shows_a_cancel_button_exactly_when_it_may_be_cancelled(app,
 def test_recover_and_resend_show_exactly_while_the_endpoint_allows_them(app, client, shop):
     delivery = shop.failed_delivery
     with app.app_context():
-        inactive, _ = webhooks.create_endpoint(
+        inactive, _ = webhook_endpoints.create_endpoint(
             shop.account_id, TEST, "http://localhost:9000/off", ["charge.paid"]
         )
-        webhooks.update_endpoint(shop.account_id, TEST, inactive.id, {"status": "INACTIVE"})
+        webhook_endpoints.update_endpoint(
+            shop.account_id, TEST, inactive.id, {"status": "INACTIVE"}
+        )
         inactive_id = inactive.id
         db.session.commit()
     sign_in(client, shop.member(Role.OWNER))
@@ -330,9 +335,11 @@ def test_recover_and_resend_show_exactly_while_the_endpoint_allows_them(app, cli
 
     def expected_recoveries() -> set[str]:
         with app.app_context():
-            endpoints = webhooks.list_endpoints(shop.account_id, TEST)
+            endpoints = webhook_endpoints.list_endpoints(shop.account_id, TEST)
             allowed = {
-                f"{WEBHOOKS}/{e.id}/recover" for e in endpoints if webhooks.resendability(e).allowed
+                f"{WEBHOOKS}/{e.id}/recover"
+                for e in endpoints
+                if webhook_endpoints.resendability(e).allowed
             }
             db.session.rollback()
         return allowed
@@ -355,7 +362,7 @@ def test_recover_and_resend_show_exactly_while_the_endpoint_allows_them(app, cli
     assert_error(refused, 409, "conflict_error", "endpoint_inactive")
 
     with app.app_context():
-        webhooks.delete_endpoint(shop.account_id, TEST, delivery.endpoint_id)
+        webhook_endpoints.delete_endpoint(shop.account_id, TEST, delivery.endpoint_id)
         db.session.commit()
     assert _acting_forms(client, delivery_page) == set()
 

@@ -227,7 +227,7 @@ def test_pages_follow_the_cursor(app, client, shop, signed_in, monkeypatch):
 def test_the_csv_is_exactly_the_filtered_list_across_pages(
     app, client, shop, signed_in, monkeypatch
 ):
-    monkeypatch.setattr(dispute_pages, "EXPORT_PAGE_SIZE", 2)
+    monkeypatch.setattr(dispute_pages, "EXPORT_CHUNK", 2)
     formula = _opened(app, client, shop, reason="=HYPERLINK(1)")
     others = [_opened(app, client, shop)["id"] for _ in range(2)]
     accepted = _opened(app, client, shop)

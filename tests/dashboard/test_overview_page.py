@@ -9,13 +9,13 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
+from app.business_days import SAO_PAULO
 from app.extensions import db
 from app.models import (
     KeyMode,
     SettlementRelease,
     TransactionStatus,
 )
-from app.services.business_days import SAO_PAULO
 from tests.support import factories
 from tests.support import ledger_rows as rows
 from tests.support import payouts as payout_calls

@@ -99,6 +99,8 @@ WHO_MAY_ACT = {
     "dashboard.request_dispute_evidence": Audience.STAFF,
     "dashboard.decide_dispute": Audience.STAFF,
     "dashboard.confirm_dispute_amount": Audience.STAFF,
+    "dashboard.psp_notices_page": Audience.STAFF,
+    "dashboard.resolve_psp_notice": Audience.STAFF,
 }
 # Whose posts change the account's data (signing in, out and switching change the session).
 ACTING_AUDIENCES = (Audience.MEMBER, Audience.MANAGER, Audience.STAFF)

@@ -17,8 +17,10 @@ from app.dashboard import webhooks as webhook_pages
 from app.extensions import WEBHOOK_QUEUE, db, get_queue
 from app.jobs import webhooks as webhook_jobs
 from app.models import EndpointStatus, KeyMode, Role, WebhookDelivery, WebhookEndpoint
-from app.services import secrets_box, webhooks
+from app.services import secrets_box
 from app.services.events import record_event
+from app.services.webhooks import endpoints as webhook_endpoints
+from app.services.webhooks import log as delivery_log
 from app.templating import DISPLAY_TIMEZONE
 from tests.support import factories
 from tests.support.charges import created
@@ -70,7 +72,7 @@ def _csv_ids(client, query: str = "") -> list[str]:
 def _listed_ids(app, account_id: str, mode: KeyMode = KeyMode.TEST, **filters) -> list[str]:
     """The log's ids in the order its pages show them."""
     with app.app_context():
-        rows, _ = webhooks.list_deliveries(account_id, mode, limit=1_000, **filters)
+        rows, _ = delivery_log.list_deliveries(account_id, mode, limit=1_000, **filters)
         return [row.id for row in rows]
 
 
@@ -634,7 +636,7 @@ def test_a_failing_endpoint_is_flagged_on_the_webhooks_page_and_the_overview(app
 def test_another_accounts_endpoints_and_deliveries_are_404(app, client, owner):
     other = factories.make_account(app, "Alheia")
     with app.app_context():
-        endpoint, _secret_value = webhooks.create_endpoint(
+        endpoint, _secret_value = webhook_endpoints.create_endpoint(
             other, KeyMode.TEST, "http://localhost:9000/theirs", ["charge.created"]
         )
         db.session.commit()

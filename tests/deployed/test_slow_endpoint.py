@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from app.services.webhooks import TIMED_OUT_ERROR
+from app.services.webhooks.transport import TIMED_OUT_ERROR
 from tests.support.charges import charge_body
 from tests.support.deployed import WEBHOOK_TIMEOUT_SECONDS, DeployedStack, created, new_charge
 from tests.support.payments import payment_body

@@ -12,7 +12,7 @@ from app.cli import check_ledger
 from app.errors import ApiError
 from app.extensions import db
 from app.models import KeyMode, LedgerPosting
-from app.services import disputes
+from app.services.disputes import cases
 from tests.support import charges, factories
 from tests.support import disputes as d
 from tests.support.payments import paid
@@ -139,10 +139,10 @@ def test_a_confirmed_amount_is_held_and_can_then_be_lost(app, client, shop, char
     case = d.opened(client, shop, charge["id"], amount=d.AMOUNT - 100)
     with app.app_context():
         with pytest.raises(ApiError) as refused:
-            disputes.confirm_amount(case["id"], d.AMOUNT + 1, None)
+            cases.confirm_amount(case["id"], d.AMOUNT + 1, None)
         assert refused.value.code == "invalid_amount"
         db.session.rollback()
-        disputes.confirm_amount(case["id"], d.AMOUNT - 100, None)
+        cases.confirm_amount(case["id"], d.AMOUNT - 100, None)
         db.session.commit()
     assert available(client, shop) == before - (d.AMOUNT - 100)
     assert _charge(client, shop, charge["id"])["status"] == "disputed"

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from app.extensions import db
 from app.jobs import webhooks as webhook_jobs
 from app.models import KeyMode, WebhookDelivery
-from app.services import webhooks
-from app.services.webhooks import RETRY_DELAYS
+from app.services.webhooks import transport
+from app.services.webhooks.delivery import RETRY_DELAYS
 from tests.support import charges, factories
 from tests.support.processes import wait_for
 
@@ -172,12 +172,12 @@ def test_headers_trickled_for_ever_end_the_attempt_at_the_timeout(app, monkeypat
     monkeypatch.setitem(app.config, "WEBHOOK_TIMEOUT_SECONDS", timeout)
     attempts = []
     with stalling_endpoint(_trickles_headers) as url:
-        outgoing = webhooks.Outgoing(url, KeyMode.TEST, True, b"{}", {})
+        outgoing = transport.Outgoing(url, KeyMode.TEST, True, b"{}", {})
 
         def send() -> None:
             with app.app_context():
                 started = time.monotonic()
-                attempts.append((webhooks.send(outgoing), time.monotonic() - started))
+                attempts.append((transport.send(outgoing), time.monotonic() - started))
 
         sender = threading.Thread(target=send, daemon=True)
         sender.start()
@@ -185,6 +185,6 @@ def test_headers_trickled_for_ever_end_the_attempt_at_the_timeout(app, monkeypat
     sender.join(5)
     ((attempt, took),) = attempts
     assert took <= timeout + 1, took
-    assert attempt == webhooks.Attempt(
+    assert attempt == transport.Attempt(
         None, None, f"Timed out: the endpoint took longer than {timeout} s in all."
     )

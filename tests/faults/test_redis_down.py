@@ -13,12 +13,12 @@ from rq import Queue
 
 from app import extensions
 from app.extensions import QUEUE_NAMES, db, redis_client
+from app.formats.event_catalog import DELIVERABLE
 from app.jobs import payouts as payout_jobs
 from app.jobs import webhooks as webhook_jobs
 from app.models import Event, WebhookDelivery, Withdrawal, WithdrawalStatus
 from app.models.base import utcnow
 from app.services.api_rate_limits import REMAINING_HEADER as REMAINING
-from app.services.event_catalog import DELIVERABLE
 from app.services.payouts import JOB_GRACE
 from tests.support import charges, factories, payouts
 from tests.support import disputes as d

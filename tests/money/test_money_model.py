@@ -55,8 +55,10 @@ from app.jobs.refunds import poll_refunds, submit_refund
 from app.jobs.wallets import release_settlements
 from app.models import KeyMode, Membership, Transaction, Wallet
 from app.models.base import utcnow
-from app.services import accounts, charges, disputes, payments, payouts, refunds, releases, sandbox
-from app.services.disputes import DisputeNotice
+from app.services import accounts, charges, payments, payouts, refunds, releases, simulated_payer
+from app.services.disputes import cases as dispute_cases
+from app.services.disputes.cases import DisputeNotice
+from app.services.disputes.listing import get_case
 from app.services.payouts import NewPayout
 from app.services.refunds import RefundOrder
 from tests.money import oracle as o
@@ -280,12 +282,12 @@ class ServiceMachine(MoneyMachine):
             db.session.commit()
             payments.finalise(payment_id)
             db.session.commit()
-            sandbox.pay_by_method(db.session.get(Transaction, payment_id), "CREDIT_CARD")
+            simulated_payer.pay_by_method(db.session.get(Transaction, payment_id), "CREDIT_CARD")
         else:
             charge = charges.create_charge(account_id, TEST, charges.NewCharge(amount=amount))
             payment_id = charge.id
             db.session.commit()
-            sandbox.simulate_payment(charge)
+            simulated_payer.simulate_payment(charge)
         db.session.commit()
         self.methods[payment_id] = "CREDIT_CARD" if card else "PIX"
         fees, paid_at = self._fees(payment_id)
@@ -363,7 +365,7 @@ class ServiceMachine(MoneyMachine):
         expected = self.model.dispute_refusal(payment.key)
         notice = DisputeNotice(external_id=f"mm{next(self.serial)}")
         case, code = self._attempt(
-            lambda: disputes.open_case(payment.key, notice, source="sandbox")[0].id
+            lambda: dispute_cases.open_case(payment.key, notice, source="sandbox")[0].id
         )
         _expect(f"dispute of {payment.key}", expected, code)
         if case is not None:
@@ -374,7 +376,7 @@ class ServiceMachine(MoneyMachine):
     def appeal(self, pick):
         case = _pick(self._cases(), pick, lambda c: c.state == o.OPEN, self._undecided_case)
         account_id = self.model.payments[case.payment].wallet
-        _, code = self._attempt(lambda: disputes.appeal(account_id, TEST, case.key, APPEAL))
+        _, code = self._attempt(lambda: dispute_cases.appeal(account_id, TEST, case.key, APPEAL))
         _expect(f"appeal of {case.key}", self.model.answer_refusal(case.key), code)
         if code is None:
             self.model.appeal(case.key)
@@ -384,7 +386,7 @@ class ServiceMachine(MoneyMachine):
     def accept(self, pick):
         case = _pick(self._cases(), pick, lambda c: c.state == o.OPEN, self._undecided_case)
         account_id = self.model.payments[case.payment].wallet
-        _, code = self._attempt(lambda: disputes.accept(account_id, TEST, case.key))
+        _, code = self._attempt(lambda: dispute_cases.accept(account_id, TEST, case.key))
         _expect(f"acceptance of {case.key}", self.model.answer_refusal(case.key), code)
         if code is None:
             self.model.accept(case.key)
@@ -393,7 +395,7 @@ class ServiceMachine(MoneyMachine):
     @rule(pick=PICK, decision=st.sampled_from(o.DECISIONS))
     def decide(self, pick, decision):
         case = _pick(self._cases(), pick, lambda c: c.state == o.OPEN, self._undecided_case)
-        _, code = self._attempt(lambda: disputes.decide(case.key, decision))
+        _, code = self._attempt(lambda: dispute_cases.decide(case.key, decision))
         _expect(f"{decision} of {case.key}", self.model.decision_refusal(case.key), code)
         if code is None:
             self.model.decide(case.key, decision)
@@ -721,7 +723,7 @@ def test_the_service_layer_replays_the_dispute_hold_leak(app, monkeypatch):
     with app.app_context():
         charge = charges.create_charge(account_id, TEST, charges.NewCharge(amount=LEAK_AMOUNT))
         db.session.commit()
-        sandbox.simulate_payment(charge)
+        simulated_payer.simulate_payment(charge)
         db.session.commit()
         payment_id = charge.id
         fees = charge.provider_fee + charge.platform_fee
@@ -738,15 +740,15 @@ def test_the_service_layer_replays_the_dispute_hold_leak(app, monkeypatch):
         db.session.commit()
         refund_id = refund.id
         notice = DisputeNotice(external_id="leak")
-        case_id = disputes.open_case(payment_id, notice, source="sandbox")[0].id
+        case_id = dispute_cases.open_case(payment_id, notice, source="sandbox")[0].id
         db.session.commit()
-        held_at_opening = disputes.get_case(account_id, TEST, case_id).held_amount
+        held_at_opening = get_case(account_id, TEST, case_id).held_amount
 
         refunds.submit(refund_id)
         db.session.commit()
         refunds.poll(refund_id)  # 503,00: the payer's bank refuses the refund
         db.session.commit()
-        disputes.accept(account_id, TEST, case_id)
+        dispute_cases.accept(account_id, TEST, case_id)
         db.session.commit()
 
         available, pending, retained = _wallet(account_id)
@@ -755,7 +757,7 @@ def test_the_service_layer_replays_the_dispute_hold_leak(app, monkeypatch):
             f"the merchant is down {LEAK_AMOUNT - fees - available}, not {LEAK_AMOUNT}"
         )
         assert held_at_opening == LEAK_AMOUNT, "the case held the whole charge"
-        case = disputes.get_case(account_id, TEST, case_id)
+        case = get_case(account_id, TEST, case_id)
         assert case.held_amount == LEAK_AMOUNT, "the payer got the whole charge back"
         observed = observe()
         assert observed.to_payers == LEAK_AMOUNT

@@ -22,7 +22,7 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix.identifiers import new_end_to_end_id, new_return_id
 from app.providers.api_pix.mapping import devolucao_id_for, txid_for, valor
-from app.services import disputes
+from app.services.disputes import cases
 from tests.support import charges, factories
 from tests.support import refunds as refund_support
 from tests.support.charges import CPF
@@ -500,9 +500,9 @@ def test_a_med_devolucao_decides_the_case_already_open(app, client, live, psp, c
     pix = psp.pay(txid_of(charge))
     delivered(client, psp.webhook_body(pix["endToEndId"]))
     with app.app_context():
-        disputes.open_case(
+        cases.open_case(
             charges.raw(charge["id"]),
-            disputes.DisputeNotice(external_id="infraction-77"),
+            cases.DisputeNotice(external_id="infraction-77"),
             source="back_office",
         )
         db.session.commit()
@@ -525,9 +525,9 @@ def test_a_med_devolucao_never_decides_a_case_holding_another_amount(
     pix = psp.pay(txid_of(charge))
     delivered(client, psp.webhook_body(pix["endToEndId"]))
     with app.app_context():
-        disputes.open_case(
+        cases.open_case(
             charges.raw(charge["id"]),
-            disputes.DisputeNotice(external_id="infraction-78"),
+            cases.DisputeNotice(external_id="infraction-78"),
             source="back_office",
         )
         db.session.commit()

@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from app.config import validate_api_pix
 from app.extensions import db
 from app.jobs.payments import finalise_payment
 from app.models import Transaction
 from app.models.base import utcnow
 from app.providers.api_pix.mapping import REMOVED_BY_RECEIVER, txid_for
+from app.providers.api_pix.settings_check import validate_api_pix
 from app.services import api_pix_inbound, pix_payments
 from tests.support import factories, payments, refunds
 from tests.support.charges import CPF, create, created, get, raw, update_row

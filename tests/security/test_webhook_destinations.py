@@ -20,7 +20,7 @@ from cryptography.x509.oid import NameOID
 from app.extensions import db
 from app.jobs import webhooks as webhook_jobs
 from app.models import DeliveryStatus, WebhookDelivery
-from app.services import webhooks
+from app.services.webhooks import addresses, transport
 from tests.support import factories
 from tests.support.charges import created
 from tests.support.http import assert_error
@@ -86,7 +86,7 @@ def api_key(app):
 
 def _resolver(monkeypatch, *answers) -> FakeResolver:
     resolver = FakeResolver(*answers)
-    monkeypatch.setattr(webhooks, "resolve", resolver)
+    monkeypatch.setattr(addresses, "resolve", resolver)
     return resolver
 
 
@@ -252,8 +252,8 @@ def tls_server(tmp_path):
 def test_a_pinned_https_connection_still_sends_sni_and_verifies_the_host_name(tls_server):
     port, ca_file, seen = tls_server
     with (
-        webhooks.AttemptDeadline(5) as deadline,
-        webhooks.pinned_session(HOST, deadline) as session,
+        transport.AttemptDeadline(5) as deadline,
+        transport.pinned_session(HOST, deadline) as session,
     ):
         session.verify = ca_file
         answer = session.post(
@@ -263,8 +263,8 @@ def test_a_pinned_https_connection_still_sends_sni_and_verifies_the_host_name(tl
     assert seen == {"sni": HOST, "host": HOST}
 
     with (
-        webhooks.AttemptDeadline(5) as deadline,
-        webhooks.pinned_session("impostor.example", deadline) as session,
+        transport.AttemptDeadline(5) as deadline,
+        transport.pinned_session("impostor.example", deadline) as session,
     ):
         session.verify = ca_file
         with pytest.raises(requests.exceptions.SSLError):

@@ -12,8 +12,9 @@ from flask import url_for
 
 from app.extensions import db
 from app.jobs import webhooks as webhook_jobs
-from app.models import DeliveryStatus, KeyMode, Role, WebhookDelivery
-from app.services import api_keys, webhooks
+from app.models import DeliveryStatus, KeyMode, PspNoticeKind, Role, WebhookDelivery
+from app.services import api_keys, psp_notices
+from app.services.webhooks import endpoints as webhook_endpoints
 from tests.support import charges, factories
 from tests.support import disputes as d
 from tests.support.http import bearer, csrf_token, login
@@ -165,7 +166,7 @@ class Shop:
     @cached_property
     def endpoint_id(self) -> str:
         with self.app.app_context():
-            endpoint, _ = webhooks.create_endpoint(
+            endpoint, _ = webhook_endpoints.create_endpoint(
                 self.account_id, KeyMode.TEST, HOOK_URL, ["charge.created"]
             )
             db.session.commit()
@@ -196,6 +197,16 @@ class Shop:
     def held_charge(self) -> str:
         """A payer-locked charge paid by a bank that reported no payer document: in review."""
         return charges.held_for_review(self.api, self.merchant.api_key)
+
+    @cached_property
+    def psp_notice(self) -> str:
+        """A Pix of no charge the live PSP reported, waiting on the back office."""
+        with self.app.app_context():
+            notice = psp_notices.record(
+                PspNoticeKind.UNMATCHED_PIX, "E87654321202611261200abcdefghijk", "no charge"
+            )
+            db.session.commit()
+            return notice.id
 
     def _case(self, **report) -> str:
         charge = d.paid_charge(self.app, self.api, self.merchant)
@@ -293,6 +304,7 @@ ACTIONS: dict[str, Callable[[Shop], Action]] = {
     "dashboard.resend_webhook_delivery": lambda shop: Action(
         values={"delivery_id": shop.failed_delivery.id}
     ),
+    "dashboard.resolve_psp_notice": lambda shop: Action(values={"notice_id": shop.psp_notice}),
     "dashboard.release_held_charge": lambda shop: Action(values={"charge_id": shop.held_charge}),
     "dashboard.return_held_charge": lambda shop: Action(values={"charge_id": shop.held_charge}),
     "dashboard.approve_payout": lambda shop: Action(values={"payout_id": shop.pending_payout}),

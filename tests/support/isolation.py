@@ -10,7 +10,7 @@ from functools import cached_property
 
 from app.extensions import QUEUE_NAMES, db, get_queue
 from app.models import KeyMode, Role
-from app.services import webhooks
+from app.services.webhooks import endpoints as webhook_endpoints
 from tests.support import factories
 from tests.support.dashboard_routes import HOOK_URL, PDF, Shop, changed_tables, database_rows
 from tests.support.http import bearer, login
@@ -104,7 +104,9 @@ class Victim(Shop):
     def announced_payment(self) -> str:
         """The paid charge, with an endpoint listening for its status so a resend sends."""
         with self.app.app_context():
-            webhooks.create_endpoint(self.account_id, KeyMode.TEST, HOOK_URL, ["payment.completed"])
+            webhook_endpoints.create_endpoint(
+                self.account_id, KeyMode.TEST, HOOK_URL, ["payment.completed"]
+            )
             db.session.commit()
         return self.paid_charge
 

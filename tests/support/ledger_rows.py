@@ -4,6 +4,7 @@ payments, balances, release tranches and payouts at chosen times (the overview's
 import uuid
 from datetime import UTC, date, datetime, timedelta
 
+from app.business_days import SAO_PAULO
 from app.extensions import db
 from app.models import (
     KeyMode,
@@ -17,7 +18,6 @@ from app.models import (
     WithdrawalType,
 )
 from app.services import ledger
-from app.services.business_days import SAO_PAULO
 from app.services.ledger import Line
 
 

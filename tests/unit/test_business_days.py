@@ -4,7 +4,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from app.services.business_days import SAO_PAULO, easter, holidays, start_of_business_day_after
+from app.business_days import SAO_PAULO, easter, holidays, start_of_business_day_after
 
 
 @pytest.mark.parametrize(

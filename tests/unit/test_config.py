@@ -6,8 +6,9 @@ import re
 import pytest
 from cryptography.fernet import Fernet
 
-from app.config import DEVELOPMENT_SECRET, PROJECT_ROOT, load_settings, validate_settings
+from app.config import DEVELOPMENT_SECRET, PROJECT_ROOT, load_settings
 from app.providers.api_pix.client import DEFAULT_SCOPES, DEFAULT_TIMEOUT_SECONDS, ApiPixSettings
+from app.settings_checks import validate_settings
 
 SETTINGS_UNDER_TEST = (
     "APP_ENV",

@@ -4,9 +4,17 @@ from datetime import UTC, datetime
 
 import pytest
 
+from app.extensions import db
+from app.models import Transaction
 from app.pix import brcode, locations
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
-from app.providers.base import PayoutRejected, PayoutRequest, PixChargeRequest, ProviderError
+from app.providers.base import (
+    PaymentStatusRequest,
+    PayoutRejected,
+    PayoutRequest,
+    PixChargeRequest,
+    ProviderError,
+)
 from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
 from tests.support import factories
 from tests.support.charges import created, pay
@@ -72,15 +80,20 @@ def test_payouts_settle_with_a_stable_reference_or_are_rejected():
     assert failure.value.code == "sandbox_rejected"
 
 
-def test_charge_status_reads_the_charge_in_the_api_pix_vocabulary(app, client):
+def _status_request(txid: str) -> PaymentStatusRequest:
+    """What the payments service passes: the charge record it asks about."""
+    charge = db.session.scalar(db.select(Transaction).where(Transaction.pix_txid == txid))
+    return PaymentStatusRequest("PIX", txid, charge.status, charge.amount, charge.currency)
+
+
+def test_pix_status_reads_the_charge_in_the_api_pix_vocabulary(app, client):
     """The sandbox's books are the charge records: ATIVA, then CONCLUIDA once paid."""
     key = factories.make_api_key(app, factories.make_account(app))
     charge = created(client, key)
     provider = SandboxProvider("http://localhost")
     with app.app_context():
-        assert provider.charge_status(charge["pix"]["txid"]) == "ATIVA"
+        assert provider.payment_status(_status_request(charge["pix"]["txid"])).status == "ATIVA"
     pay(client, key, charge["id"])
     with app.app_context():
-        assert provider.charge_status(charge["pix"]["txid"]) == "CONCLUIDA"
-        with pytest.raises(ProviderError):
-            provider.charge_status("unknowntxid0000000000000000")
+        status = provider.payment_status(_status_request(charge["pix"]["txid"])).status
+        assert status == "CONCLUIDA"

@@ -48,9 +48,9 @@ MACHINES = {
     "transaction": ("app.services.transactions", "TRANSACTION_MACHINE", TransactionStatus),
     "payout": ("app.services.payouts", "PAYOUT_MACHINE", WithdrawalStatus),
     "refund": ("app.services.refund_states", "REFUND_MACHINE", RefundStatus),
-    "dispute_case": ("app.services.disputes", "CASE_MACHINE", DisputeStatus),
-    "webhook_delivery": ("app.services.webhooks", "DELIVERY_MACHINE", DeliveryStatus),
-    "webhook_endpoint": ("app.services.webhooks", "ENDPOINT_MACHINE", EndpointStatus),
+    "dispute_case": ("app.services.disputes.cases", "CASE_MACHINE", DisputeStatus),
+    "webhook_delivery": ("app.services.webhooks.delivery", "DELIVERY_MACHINE", DeliveryStatus),
+    "webhook_endpoint": ("app.services.webhooks.endpoints", "ENDPOINT_MACHINE", EndpointStatus),
 }
 
 

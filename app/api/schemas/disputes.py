@@ -17,17 +17,19 @@ from app.formats.charges import CHARGE_ID_PREFIX
 from app.formats.disputes import EvidenceSchema, MedCaseSchema
 from app.models import DisputeStatus, DisputeType
 from app.services.charges import MAX_AMOUNT
-from app.services.disputes import (
-    CASE_PREFIX,
+from app.services.disputes.cases import (
     DECISIONS,
-    DEFAULT_LIST_LIMIT,
     EXTERNAL_ID,
     MAX_APPEAL,
-    MAX_FILE_NAME,
-    MAX_LIST_LIMIT,
     MAX_REASON,
     MED_METHODS,
     MIN_APPEAL,
+)
+from app.services.disputes.evidence import MAX_FILE_NAME
+from app.services.disputes.listing import (
+    CASE_PREFIX,
+    DEFAULT_LIST_LIMIT,
+    MAX_LIST_LIMIT,
     CaseQuery,
 )
 from app.storage import ALLOWED_TYPES, MAX_EVIDENCE_BYTES

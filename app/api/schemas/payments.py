@@ -17,6 +17,7 @@ from app.api.schemas.fields import (
 from app.formats.payments import STATUSES, ListedPaymentSchema, RefundSchema
 from app.models import RefundStrategy
 from app.models.base import MAX_PAGE_OR_OFFSET
+from app.models.constants import PAYMENT_CURRENCY_CODE
 from app.services.charges import MAX_AMOUNT
 from app.services.payment_stats import MAX_DAYS
 from app.services.payments import (
@@ -32,7 +33,6 @@ from app.services.payments import (
 )
 from app.services.refunds import MAX_REASON, RefundOrder
 
-CURRENCY_CODE = r"^[A-Za-z0-9]{3,8}$"
 # Letters and digits once the formatting (. - / and spaces) is removed; blank means none.
 CUSTOMER_DOCUMENT = r"^(?: *|[ ./-]*[A-Za-z0-9][A-Za-z0-9 ./-]*)$"
 IDEMPOTENCY_KEY = {
@@ -51,7 +51,9 @@ class PaymentCreateSchema(ma.Schema):
     )
     currency = ma.fields.String(
         load_default="BRL",
-        validate=Pattern(CURRENCY_CODE, error="A currency code: 3 to 8 letters or digits."),
+        validate=Pattern.whole(
+            PAYMENT_CURRENCY_CODE, error="A currency code: 3 to 8 letters or digits."
+        ),
         metadata={"description": "BRL, EUR, USD, USDT…"},
     )
     paymentMethods = ma.fields.List(
@@ -134,7 +136,7 @@ class StatsQuerySchema(QueryArgsSchema):
 
 
 class MetricsQuerySchema(StatsQuerySchema):
-    currency = ma.fields.String(validate=Pattern(CURRENCY_CODE))
+    currency = ma.fields.String(validate=Pattern.whole(PAYMENT_CURRENCY_CODE))
 
 
 class CurrencyVolumeSchema(ma.Schema):

@@ -3,13 +3,12 @@
 import marshmallow as ma
 
 from app.api.schemas.fields import Pattern, QueryArgsSchema
-
-CURRENCY_CODE = r"^[A-Za-z]{3,8}$"
+from app.models.constants import WALLET_CURRENCY_CODE
 
 
 class BalanceQuerySchema(QueryArgsSchema):
     currency = ma.fields.String(
-        validate=Pattern(CURRENCY_CODE, error="A currency code: 3 to 8 letters."),
+        validate=Pattern.whole(WALLET_CURRENCY_CODE, error="A currency code: 3 to 8 letters."),
         metadata={"description": "ISO 4217 (or a crypto ticker); answers the flat shape."},
     )
 

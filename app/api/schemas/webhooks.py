@@ -9,10 +9,10 @@ from app.api.schemas.fields import (
     QueryInteger,
     Text,
 )
+from app.formats.event_catalog import DELIVERABLE_EVENTS, SUBSCRIBABLE
 from app.models import DeliveryStatus, EndpointStatus
 from app.models.base import MAX_PAGE_OR_OFFSET
-from app.services.event_catalog import DELIVERABLE_EVENTS, SUBSCRIBABLE
-from app.services.webhooks import MAX_URL_LENGTH
+from app.services.webhooks.addresses import MAX_URL_LENGTH
 
 DEFAULT_DELIVERY_LIMIT = 25
 MAX_DELIVERY_LIMIT = 100
@@ -32,7 +32,7 @@ def _ipv6_address() -> str:
 
 
 _HOST = rf"(?:{_HOST_LABEL}(?:\.{_HOST_LABEL})*|\[(?:{_ipv6_address()})\])"
-# What `services.webhooks.check_url` takes apart from where the host points: http(s), a host
+# What `webhooks.addresses.check_url` takes apart from where the host points: http(s), a host
 # name, IPv4 or [IPv6] address, a port from 1 to 65535, no credentials, no blank or control
 # character anywhere.
 ENDPOINT_URL = rf"^https?://{_HOST}(?::{_PORT})?(?:[/?#][!-~]*)?$"

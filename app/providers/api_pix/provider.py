@@ -31,6 +31,7 @@ from app.providers.base import (
     PaymentInstructions,
     PaymentProvider,
     PaymentRequest,
+    PaymentStatusRequest,
     PayoutRequest,
     PayoutSent,
     PixCharge,
@@ -41,6 +42,7 @@ from app.providers.base import (
     ProviderStatus,
     RefundRequest,
     RefundState,
+    RefundStatusRequest,
 )
 
 log = logging.getLogger(__name__)
@@ -65,11 +67,11 @@ class ApiPixProvider(PaymentProvider):
     def create_payment(self, request: PaymentRequest) -> PaymentInstructions:
         raise _not_offered(request.method)
 
-    def payment_status(self, method: str, provider_reference: str) -> ProviderStatus:
+    def payment_status(self, request: PaymentStatusRequest) -> ProviderStatus:
         """The cob as the PSP holds it now (provider-status shows it whole)."""
-        if method != PIX:
-            raise _not_offered(method)
-        cob = self.client.get_cob(provider_reference)
+        if request.method != PIX:
+            raise _not_offered(request.method)
+        cob = self.client.get_cob(request.provider_reference)
         return ProviderStatus(status=str(cob.get("status")), raw=cob)
 
     def cancel_payment(self, method: str, provider_reference: str) -> None:
@@ -79,7 +81,7 @@ class ApiPixProvider(PaymentProvider):
         try:
             self.client.patch_cob(provider_reference, {"status": REMOVED_BY_RECEIVER})
         except ApiPixRefused as refusal:
-            if self.charge_status(provider_reference) not in REMOVED_STATUSES:
+            if self._cob_status(provider_reference) not in REMOVED_STATUSES:
                 raise refusal
 
     def create_charge(self, request: PixChargeRequest) -> PixCharge:
@@ -134,8 +136,8 @@ class ApiPixProvider(PaymentProvider):
             raise refusal
         return cob
 
-    def charge_status(self, txid: str) -> str:
-        return self.payment_status(PIX, txid).status
+    def _cob_status(self, txid: str) -> str:
+        return str(self.client.get_cob(txid).get("status"))
 
     def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:
         """An automatic return (a payment we will not credit), as a devolução of all of it."""
@@ -173,8 +175,8 @@ class ApiPixProvider(PaymentProvider):
             raise refusal
         return held
 
-    def refund_status(self, provider_reference: str) -> RefundState:
-        end_to_end_id, devolucao_id = split_refund_reference(provider_reference)
+    def refund_status(self, request: RefundStatusRequest) -> RefundState:
+        end_to_end_id, devolucao_id = split_refund_reference(request.provider_reference)
         devolucao = _parsed_devolucao(self.client.get_devolucao(end_to_end_id, devolucao_id))
         state = _refund_state(devolucao)
         if state is not RefundStatus.FAILED:

@@ -4,7 +4,7 @@ Used by `POST /v1/sandbox/charges/{id}/pay`, `POST /v1/sandbox/payments/{id}/pay
 test-mode checkout pages. Pix goes through `pix_payments.receive` and the other methods
 through `payments.settle`, exactly as a live provider's notification would. Likewise
 `POST /v1/sandbox/charges/{id}/dispute` is the payer's bank disputing a paid test charge
-through the real dispute channel (`disputes.open_case`).
+through the real dispute channel (`disputes.cases.open_case`).
 """
 
 from datetime import timedelta
@@ -23,7 +23,8 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix.identifiers import new_end_to_end_id
 from app.providers.sandbox import SANDBOX_ISPB
-from app.services import charges, disputes, payments, pix_payments, transactions
+from app.services import charges, payments, pix_payments, transactions
+from app.services.disputes import cases
 
 SANDBOX_PAYER_CPF = "52998224725"
 SANDBOX_PAYER_NAME = "Pagador Sandbox"
@@ -94,7 +95,7 @@ def open_dispute(charge: Transaction, report: dict) -> tuple[DisputeCase, bool]:
         raise NotFound("No such charge.")
     now = utcnow()
     hours = current_app.config["SANDBOX_DISPUTE_RESPONSE_HOURS"]
-    notice = disputes.DisputeNotice(
+    notice = cases.DisputeNotice(
         external_id=report.get("external_id") or f"sbx_{charge.id}",
         type=DisputeType(report["type"]),
         amount=report.get("amount"),
@@ -105,4 +106,4 @@ def open_dispute(charge: Transaction, report: dict) -> tuple[DisputeCase, bool]:
         payer_document=report.get("payer_document"),
         opened_at=now,
     )
-    return disputes.open_case(charge.id, notice, source=SANDBOX_SOURCE)
+    return cases.open_case(charge.id, notice, source=SANDBOX_SOURCE)

@@ -1,5 +1,9 @@
-"""The events merchants can subscribe to: the authoritative list behind the catalog route and
-the validation of endpoint subscriptions. Legacy names are flagged; aliases expand."""
+"""The events merchants can subscribe to: the authoritative list behind the catalog route, the
+validation of endpoint subscriptions and the choice of envelope. Legacy names are flagged;
+aliases expand.
+
+A public wire format like the envelopes beside it, so `formats` and `services` both read it
+from here."""
 
 from dataclasses import dataclass
 

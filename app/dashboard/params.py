@@ -1,0 +1,112 @@
+"""The dashboard's query strings, read in one place: the mode, page numbers and sizes, choices
+from a list, and São Paulo calendar days with the UTC instants they span.
+
+Filters live in the query string so a reload, a bookmark or a shared link shows the same list;
+each list's filters are a frozen dataclass with `QueryFilters.args()` to build its links. A
+value out of range is a 400 naming the parameter, as the API answers.
+"""
+
+import re
+from dataclasses import asdict, fields, replace
+from datetime import UTC, date, datetime, time, timedelta
+from typing import ClassVar
+
+from flask import g, request
+
+from app.errors import InvalidRequest
+from app.models import KeyMode
+from app.models.base import MAX_PAGE_OR_OFFSET
+from app.services.payments import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT
+from app.templating import DISPLAY_TIMEZONE
+
+MODES = {"test": KeyMode.TEST, "live": KeyMode.LIVE}
+DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+class QueryFilters:
+    """Mixin for a frozen dataclass of filters; `args()` builds a link's query string."""
+
+    OMITTED_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("page",)
+
+    def args(self, **changes) -> dict:
+        """Query-string arguments for a link to this list with `changes` applied; empty
+        filters, and paging fields at their default, are left out of the address."""
+        values = asdict(replace(self, **changes))
+        defaults = {f.name: f.default for f in fields(self)}
+        for name in self.OMITTED_AT_DEFAULT:
+            if values.get(name) == defaults.get(name):
+                values.pop(name, None)
+        return {name: value for name, value in values.items() if value is not None}
+
+
+def mode_arg() -> str:
+    """`mode`, test unless asked. The layout names it in the bar under the top bar and keeps
+    it in the navigation's links (`g.dashboard_mode`)."""
+    mode = request.args.get("mode") or "test"
+    if mode not in MODES:
+        raise InvalidRequest("mode is test or live.", param="mode")
+    g.dashboard_mode = mode
+    return mode
+
+
+def number_arg(name: str, maximum: int, default: int | None) -> int | None:
+    """A whole number from 1 to `maximum`, `default` when absent. The length is checked before
+    `int()`, which refuses (or takes long over) thousands of digits."""
+    text = request.args.get(name) or None
+    if text is None:
+        return default
+    digits = text.isascii() and text.isdigit() and len(text) <= len(str(maximum))
+    if not (digits and 1 <= int(text) <= maximum):
+        raise InvalidRequest(f"{name} is a number from 1 to {maximum}.", param=name)
+    return int(text)
+
+
+def page_arg() -> int:
+    return number_arg("page", MAX_PAGE_OR_OFFSET, 1)
+
+
+def limit_arg(default: int | None = DEFAULT_PAGE_LIMIT) -> int | None:
+    """Rows per page, bounded as `GET /v1/payments` bounds them."""
+    return number_arg("limit", MAX_PAGE_LIMIT, default)
+
+
+def choice_arg(name: str, allowed: tuple[str, ...], refusal: str | None = None) -> str | None:
+    """One of `allowed`, or None when absent; `refusal` replaces a message listing them all."""
+    value = request.args.get(name) or None
+    if value is not None and value not in allowed:
+        message = refusal or f"{name} is one of: {', '.join(allowed)}."
+        raise InvalidRequest(message, param=name)
+    return value
+
+
+def date_range_args(first: str, last: str) -> tuple[str | None, str | None]:
+    """Two YYYY-MM-DD days (São Paulo calendar) as typed in date fields, in order."""
+    start, end = _date_arg(first), _date_arg(last)
+    if start and end and start > end:
+        raise InvalidRequest(f"{first} is after {last}.", param=first)
+    return start, end
+
+
+def day_bounds(first: str | None, last: str | None) -> tuple[datetime | None, datetime | None]:
+    """Where the São Paulo days `first` to `last` (both included) begin and end, in UTC: the
+    first instant of `first` and the first instant after `last`; None where a day is not
+    given. Services bound their lists either way, so callers shift by a microsecond."""
+    start = _midnight(date.fromisoformat(first)) if first else None
+    stop = _midnight(date.fromisoformat(last) + timedelta(days=1)) if last else None
+    return start, stop
+
+
+def _date_arg(name: str) -> str | None:
+    text = (request.args.get(name) or "").strip()
+    if not text:
+        return None
+    try:
+        if not DATE.fullmatch(text):
+            raise ValueError(text)
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise InvalidRequest(f"{name} is a date, like 2026-11-21.", param=name) from None
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=DISPLAY_TIMEZONE).astimezone(UTC)

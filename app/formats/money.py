@@ -1,0 +1,42 @@
+"""Money as text, from integer minor units: the one place that turns cents into digits, so
+pages, PDFs, e-mails and wire fields cannot drift apart (integer arithmetic: no float ever
+touches an amount).
+
+Each `Notation` is a way of writing an amount that some reader relies on today: merchants
+read Brazilian notation, a Pix BR Code and a crypto quote need a decimal point, a form field
+shows back what a merchant types.
+"""
+
+from dataclasses import dataclass
+
+CURRENCY_SYMBOLS = {"BRL": "R$", "EUR": "€", "USD": "US$"}
+
+
+@dataclass(frozen=True)
+class Notation:
+    """The mark before the cents, the mark between thousands ("" for none), and whether a
+    currency is named by its symbol (R$) or by its code (BRL)."""
+
+    decimal_mark: str
+    thousands_mark: str = ""
+    symbol: bool = False
+
+
+BRAZILIAN = Notation(decimal_mark=",", thousands_mark=".", symbol=True)  # R$ 1.234,56
+DECIMAL_POINT = Notation(decimal_mark=".")  # 1234.56, or BRL 1234.56 with a currency
+DECIMAL_COMMA = Notation(decimal_mark=",")  # 1234,56: an amount as a merchant types it
+
+
+def format_money(
+    amount_minor: int, currency: str | None = None, notation: Notation = BRAZILIAN
+) -> str:
+    """123456, "BRL" → `R$ 1.234,56`; a currency without a symbol is named by its code
+    (`USDT 1,00`), and without a currency only the number is written."""
+    sign = "-" if amount_minor < 0 else ""
+    units, cents = divmod(abs(amount_minor), 100)
+    grouped = f"{units:,}".replace(",", notation.thousands_mark)
+    number = f"{grouped}{notation.decimal_mark}{cents:02d}"
+    if currency is None:
+        return f"{sign}{number}"
+    name = CURRENCY_SYMBOLS.get(currency, currency) if notation.symbol else currency
+    return f"{sign}{name} {number}"

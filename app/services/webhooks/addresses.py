@@ -1,0 +1,128 @@
+"""Where an endpoint may point (SSRF): the URL rules at registration and the address check
+behind them, which every attempt repeats on the addresses it is about to connect to.
+
+Live endpoints must be `https` and resolve to public unicast addresses only; test endpoints
+too, unless WEBHOOK_ALLOW_PRIVATE_TEST_URLS is on (development and testing, so a merchant's
+laptop can receive).
+"""
+
+import ipaddress
+import socket
+import unicodedata
+from urllib.parse import unquote, urlsplit
+
+from flask import current_app
+
+from app.errors import InvalidRequest
+from app.models import KeyMode
+
+MAX_URL_LENGTH = 2048
+# IPv6 ranges that embed an IPv4 address (NAT64, 6to4, IPv4-compatible): never a destination.
+EMBEDDED_IPV4 = tuple(
+    ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "::/96")
+)
+# IPv6 global unicast; IANA has allocated no public address outside it.
+IPV6_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+
+
+class DestinationRefused(Exception):
+    """The endpoint's host may not be called; the message says why."""
+
+
+def check_url(url: str, mode: KeyMode) -> str:
+    """Registration rules: http(s) with a host and no credentials; no blank or control
+    character anywhere, nor percent-encoded in the host; live mode only https; the host must
+    pass `destination_problem`.
+
+    Blanks are refused, not trimmed: `urlsplit` silently drops tabs and line breaks, so the
+    host checked here would not be the URL stored and sent."""
+    if _has_blank_or_control(url):
+        raise InvalidRequest(
+            "url may not contain spaces, tabs, line breaks or other control characters.",
+            param="url",
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:  # a bracketed host that is no IPv6 address, such as [zz]
+        raise InvalidRequest("url must be an http(s) address with a host.", param="url") from error
+    if _has_blank_or_control(unquote(parts.netloc)):
+        raise InvalidRequest(
+            "url's host may not encode spaces, tabs, line breaks or other control characters.",
+            param="url",
+        )
+    if len(url) > MAX_URL_LENGTH or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidRequest("url must be an http(s) address with a host.", param="url")
+    if parts.username or parts.password:
+        raise InvalidRequest("url must not carry credentials.", param="url")
+    try:
+        port = parts.port  # ValueError for a port out of range or not a number
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise InvalidRequest("url has an invalid port.", param="url")
+    if mode is KeyMode.LIVE and parts.scheme != "https":
+        raise InvalidRequest("Live endpoints must use https.", param="url")
+    problem = destination_problem(parts.hostname, mode)
+    if problem:
+        raise InvalidRequest(problem, param="url")
+    return url
+
+
+def _has_blank_or_control(text: str) -> bool:
+    return any(c.isspace() or unicodedata.category(c) in ("Cc", "Cf") for c in text)
+
+
+def destination_problem(host: str, mode: KeyMode) -> str | None:
+    """Why an endpoint's host may not be registered, or None (see `checked_addresses`).
+    Test endpoints are not resolved while WEBHOOK_ALLOW_PRIVATE_TEST_URLS is on."""
+    if _private_allowed(mode):
+        return None
+    try:
+        checked_addresses(host, mode)
+    except DestinationRefused as refusal:
+        return str(refusal)
+    return None
+
+
+def checked_addresses(host: str, mode: KeyMode) -> list[str]:
+    """The host's addresses, resolved now, in the resolver's order; DestinationRefused when
+    it does not resolve or any address is not public. Live endpoints must resolve to public
+    addresses only; test endpoints too, unless WEBHOOK_ALLOW_PRIVATE_TEST_URLS (on in
+    development and testing, so a merchant's laptop can receive)."""
+    try:
+        addresses = resolve(host)
+    except (socket.gaierror, UnicodeError):
+        raise DestinationRefused(f"The host {host} cannot be resolved.") from None
+    if not addresses:
+        raise DestinationRefused(f"The host {host} cannot be resolved.")
+    if _private_allowed(mode):
+        return addresses
+    for address in addresses:
+        kind = _not_public_unicast(ipaddress.ip_address(address.split("%")[0]))
+        if kind:
+            raise DestinationRefused(f"The host {host} resolves to {kind} ({address}).")
+    return addresses
+
+
+def _not_public_unicast(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """What kind of address `ip` is when it is no public unicast address, else None.
+    `is_global` refuses private, loopback, link-local, unspecified, broadcast and 240.0.0.0/4,
+    but lets multicast (224.0.0.0/4, ff00::/8) and IPv6 outside global unicast through."""
+    embedded = ip.version == 6 and any(ip in network for network in EMBEDDED_IPV4)
+    if embedded or not ip.is_global or (ip.version == 6 and ip.ipv4_mapped):
+        return "a private address"
+    if ip.is_multicast:
+        return "a multicast address"
+    if ip.version == 6 and ip not in IPV6_GLOBAL_UNICAST:
+        return "a reserved address"
+    return None
+
+
+def resolve(host: str) -> list[str]:
+    """The host's TCP addresses, without repeats, in the resolver's order."""
+    infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def _private_allowed(mode: KeyMode) -> bool:
+    return mode is KeyMode.TEST and current_app.config["WEBHOOK_ALLOW_PRIVATE_TEST_URLS"]

@@ -1,0 +1,223 @@
+"""One delivery attempt's life in the database: claimed under a lease, signed, recorded.
+
+A delivery is claimed with a lease (a conditional UPDATE) before it is sent, and only that
+attempt's claimant may record its outcome; a sender that dies is replaced once its lease
+(twice the timeout) runs out, and a late answer from it is dropped. An endpoint has at most
+WEBHOOK_ENDPOINT_CONCURRENCY attempts under way. Retries back off exponentially with jitter
+(`RETRY_DELAYS`, about a day over 15 attempts); 429 honours Retry-After. After the last
+attempt the delivery is FAILED (the dead-letter list). The POST itself is `transport.send`.
+"""
+
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+from flask import current_app
+
+from app.extensions import db
+from app.formats.webhooks import body_bytes, signature
+from app.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookEndpoint
+from app.models.base import utcnow
+from app.retries import jittered
+from app.services import secrets_box
+from app.services.state_machine import StateMachine
+from app.services.webhooks import alerts
+from app.services.webhooks.transport import INACTIVE_ERROR, Attempt, Outgoing
+
+D = DeliveryStatus
+USER_AGENT = "AcmePay-Webhooks/1.0"
+LEASE_MARGIN = timedelta(seconds=30)
+# A due delivery whose endpoint already has WEBHOOK_ENDPOINT_CONCURRENCY attempts under way
+# waits this long, PENDING; the next webhook sweep sends it.
+ENDPOINT_BUSY_WAIT = timedelta(seconds=5)
+# Wait before attempt n+1 (seconds): 0, 30 s, 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, then 3 h.
+RETRY_DELAYS = (30, 60, 300, 900, 1800, 3600, 7200, 10800)
+JITTER = 0.1
+# Every attempt's outcome leaves PROCESSING: back to PENDING for a retry, or final. Two moves
+# are conditional UPDATEs, atomic between workers: `claim` (PENDING -> PROCESSING, and again
+# PROCESSING -> PROCESSING once a dead claimant's lease ran out) and `delete_endpoint` (the
+# waiting ones -> CANCELLED). A resend is a new delivery, so a final status stays final.
+DELIVERY_MACHINE = StateMachine(
+    "webhook delivery",
+    {
+        D.PENDING: frozenset({D.PROCESSING, D.CANCELLED}),
+        D.PROCESSING: frozenset({D.PROCESSING, D.PENDING, D.DELIVERED, D.FAILED, D.CANCELLED}),
+    },
+)
+
+
+def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | None:
+    """Take a due delivery for one attempt under a lease; None if it is not due, someone
+    else holds it, or its endpoint already has WEBHOOK_ENDPOINT_CONCURRENCY attempts under
+    way (then it waits ENDPOINT_BUSY_WAIT, still PENDING, so one slow endpoint cannot hold
+    every webhook worker). A delivery whose claimant died after its last allowed attempt is
+    dead-lettered instead of being sent again. The caller commits before sending.
+
+    The endpoint's row lock serialises its claims on PostgreSQL (SQLite serialises every
+    write), and the count of attempts under way is part of the claiming UPDATE, so two
+    workers never both take the last free place."""
+    now = now or utcnow()
+    endpoint_id = db.session.scalar(
+        sa.select(WebhookDelivery.endpoint_id)
+        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+        .where(WebhookDelivery.id == delivery_id, _is_due(now))
+        .with_for_update(of=WebhookEndpoint)
+    )
+    if endpoint_id is None:
+        return None
+    claimed = db.session.execute(
+        sa.update(WebhookDelivery)
+        .where(WebhookDelivery.id == delivery_id, _is_due(now), _has_room(endpoint_id, now))
+        .values(
+            status=D.PROCESSING,
+            attempts=WebhookDelivery.attempts + 1,
+            lease_expires_at=now + _lease(),
+            last_attempt_at=now,
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if claimed.rowcount != 1:
+        # Still PENDING and due: its endpoint had no room. Not an attempt; the sweep retries.
+        db.session.execute(
+            sa.update(WebhookDelivery)
+            .where(
+                WebhookDelivery.id == delivery_id,
+                WebhookDelivery.status == D.PENDING,
+                WebhookDelivery.next_retry_at <= now,
+            )
+            .values(next_retry_at=now + ENDPOINT_BUSY_WAIT, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return None
+    delivery = db.session.get(WebhookDelivery, delivery_id, populate_existing=True)
+    if delivery.attempts > delivery.max_attempts:
+        delivery.attempts = delivery.max_attempts
+        delivery.last_error = "Its last attempt never finished (the worker stopped)."
+        _dead_letter(delivery)
+        return None
+    return delivery
+
+
+def _is_due(now: datetime):
+    """PENDING and due, or PROCESSING with its claimant's lease run out (it died)."""
+    return sa.or_(
+        sa.and_(WebhookDelivery.status == D.PENDING, WebhookDelivery.next_retry_at <= now),
+        sa.and_(WebhookDelivery.status == D.PROCESSING, WebhookDelivery.lease_expires_at <= now),
+    )
+
+
+def _has_room(endpoint_id: str, now: datetime):
+    """Fewer than WEBHOOK_ENDPOINT_CONCURRENCY attempts to the endpoint under a live lease."""
+    sending = sa.orm.aliased(WebhookDelivery)
+    under_way = (
+        sa.select(sa.func.count())
+        .select_from(sending)
+        .where(
+            sending.endpoint_id == endpoint_id,
+            sending.status == D.PROCESSING,
+            sending.lease_expires_at > now,
+        )
+        .scalar_subquery()
+    )
+    return under_way < current_app.config["WEBHOOK_ENDPOINT_CONCURRENCY"]
+
+
+def job_timeout() -> int:
+    """RQ's limit for one `deliver` job: the lease, so RQ never kills a sender early."""
+    return int(_lease().total_seconds())
+
+
+def _lease() -> timedelta:
+    """Long enough for the longest attempt the timeout allows, twice over."""
+    return 2 * timedelta(seconds=current_app.config["WEBHOOK_TIMEOUT_SECONDS"]) + LEASE_MARGIN
+
+
+def prepare(delivery: WebhookDelivery) -> Outgoing:
+    """The request for this attempt, signed now with the endpoint's current secret."""
+    endpoint = db.session.get(WebhookEndpoint, delivery.endpoint_id)
+    body = body_bytes(delivery.payload)
+    timestamp = int(utcnow().timestamp())
+    secret = secrets_box.decrypt(endpoint.secret_ciphertext)
+    return Outgoing(
+        url=endpoint.url,
+        mode=endpoint.mode,
+        active=endpoint.status is EndpointStatus.ACTIVE and endpoint.deleted_at is None,
+        body=body,
+        headers={
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "X-Acme-Signature": signature(delivery.event_type, secret, body, timestamp),
+            "X-Acme-Delivery-Id": delivery.id,
+            "X-Acme-Event-Type": delivery.event_type,
+        },
+    )
+
+
+def record(
+    delivery_id: str, attempt_number: int, attempt: Attempt, now: datetime | None = None
+) -> WebhookDelivery:
+    """Write an attempt's outcome: delivered, rescheduled, or dead-lettered after the last.
+    Only the claimant of that attempt may: a late answer from a replaced sender is dropped."""
+    now = now or utcnow()
+    delivery = db.session.scalar(
+        sa.select(WebhookDelivery)
+        .where(WebhookDelivery.id == delivery_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if delivery.status is not D.PROCESSING or delivery.attempts != attempt_number:
+        return delivery  # cancelled meanwhile, or claimed again after our lease ran out
+    delivery.last_status_code = attempt.status_code
+    delivery.last_response_body = attempt.body
+    delivery.last_error = attempt.error or _http_error(attempt.status_code)
+    delivery.lease_expires_at = None
+    delivery.updated_at = now
+    if attempt.error == INACTIVE_ERROR:
+        DELIVERY_MACHINE.move(delivery, D.CANCELLED)
+        delivery.next_retry_at = None
+    elif attempt.status_code is not None and 200 <= attempt.status_code < 300:
+        DELIVERY_MACHINE.move(delivery, D.DELIVERED)
+        delivery.delivered_at = now
+        delivery.next_retry_at = None
+        alerts.clear_dead_letters(delivery.endpoint_id)
+    elif delivery.attempts >= delivery.max_attempts:
+        _dead_letter(delivery)
+    else:
+        DELIVERY_MACHINE.move(delivery, D.PENDING)
+        wait = attempt.retry_after
+        delivery.next_retry_at = now + (
+            wait if wait is not None else retry_delay(delivery.attempts)
+        )
+    return delivery
+
+
+def _dead_letter(delivery: WebhookDelivery) -> None:
+    """FAILED for good; the endpoint's count of consecutive dead letters goes up atomically,
+    and the owners are told (after commit) when it reaches the alert threshold."""
+    DELIVERY_MACHINE.move(delivery, D.FAILED)
+    delivery.next_retry_at = None
+    delivery.lease_expires_at = None
+    alerts.count_dead_letter(delivery.endpoint_id)
+
+
+def retry_delay(attempts_made: int) -> timedelta:
+    """Exponential backoff with ±10 % jitter, so endpoints coming back are not stampeded."""
+    base = RETRY_DELAYS[min(attempts_made, len(RETRY_DELAYS)) - 1]
+    return jittered(timedelta(seconds=base), JITTER)
+
+
+def due_deliveries(now: datetime | None = None, limit: int = 500) -> list[str]:
+    """Deliveries whose retry is due, or whose sender's lease ran out (it died mid-send)."""
+    now = now or utcnow()
+    return db.session.scalars(
+        sa.select(WebhookDelivery.id)
+        .where(_is_due(now))
+        .order_by(WebhookDelivery.next_retry_at)
+        .limit(limit)
+    ).all()
+
+
+def _http_error(status_code: int | None) -> str | None:
+    if status_code is None or 200 <= status_code < 300:
+        return None
+    return f"The endpoint answered HTTP {status_code}."
