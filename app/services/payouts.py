@@ -40,7 +40,7 @@ from app.pix.documents import strip_formatting, tax_id_kind
 from app.providers import payout_provider_for, provider_named
 from app.providers.base import PayoutRejected, PayoutRequest
 from app.queueing import enqueue_after_commit
-from app.services import accounts, audit, fees, ledger, locking, wallets
+from app.services import accounts, audit, fees, ledger, locking, tenancy, wallets
 from app.services.allowances import Allowance, manager_allowance, refused
 from app.services.events import record_event
 from app.services.ledger import Line
@@ -250,14 +250,7 @@ def due_for_processing(now: datetime | None = None, limit: int = 100) -> list[st
 
 
 def get(account_id: str, withdrawal_id: str) -> Withdrawal:
-    withdrawal = db.session.scalar(
-        sa.select(Withdrawal).where(
-            Withdrawal.id == withdrawal_id, Withdrawal.account_id == account_id
-        )
-    )
-    if withdrawal is None:
-        raise NotFound("No such withdrawal.")
-    return withdrawal
+    return tenancy.owned(Withdrawal, withdrawal_id, "No such withdrawal.", account_id=account_id)
 
 
 def list_payouts(

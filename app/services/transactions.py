@@ -7,15 +7,12 @@ and its events recorded in the same database transaction (the outbox): the canon
 
 from datetime import datetime
 
-import sqlalchemy as sa
-
 from app.errors import NotFound
-from app.extensions import db
 from app.formats.charges import charge_object
 from app.formats.payments import payment_event_data
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
-from app.services import locking
+from app.services import locking, tenancy
 from app.services.events import record_event
 from app.services.state_machine import StateMachine
 
@@ -54,16 +51,9 @@ EVENTS_ON_ENTRY: dict[TransactionStatus, tuple[str, ...]] = {
 
 def find(account_id: str, mode: KeyMode, transaction_id: str) -> Transaction:
     """A transaction of the caller's account and mode; anything else is 404."""
-    transaction = db.session.scalar(
-        sa.select(Transaction).where(
-            Transaction.id == transaction_id,
-            Transaction.account_id == account_id,
-            Transaction.mode == mode,
-        )
+    return tenancy.owned(
+        Transaction, transaction_id, "No such charge.", account_id=account_id, mode=mode
     )
-    if transaction is None:
-        raise NotFound("No such charge.")
-    return transaction
 
 
 def lock(transaction_id: str) -> Transaction:

@@ -7,11 +7,12 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from app.errors import InvalidRequest, NotFound
+from app.errors import InvalidRequest
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX
 from app.formats.disputes import med_case_object
 from app.models import DisputeCase, DisputeEvidence, DisputeStatus, DisputeType, KeyMode
+from app.services import tenancy
 
 CASE_PREFIX = "med_"
 DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT = 25, 100
@@ -40,16 +41,9 @@ class CasePage:
 
 def get_case(account_id: str, mode: KeyMode, case_id: str) -> DisputeCase:
     """A case of the caller's account and mode; anything else is 404."""
-    case = db.session.scalar(
-        sa.select(DisputeCase).where(
-            DisputeCase.id == case_id,
-            DisputeCase.account_id == account_id,
-            DisputeCase.mode == mode,
-        )
+    return tenancy.owned(
+        DisputeCase, case_id, "No such dispute case.", account_id=account_id, mode=mode
     )
-    if case is None:
-        raise NotFound("No such dispute case.")
-    return case
 
 
 def list_cases(account_id: str, mode: KeyMode, query: CaseQuery) -> CasePage:

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import sqlalchemy as sa
 
-from app.errors import NotFound
 from app.extensions import db
 from app.models import DeliveryStatus, KeyMode, WebhookDelivery
+from app.services import tenancy
 
 LOG_ORDER = (WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())  # newest first
 
@@ -92,13 +92,6 @@ def stats(account_id: str, mode: KeyMode) -> dict:
 
 
 def get_delivery(account_id: str, mode: KeyMode, delivery_id: str) -> WebhookDelivery:
-    delivery = db.session.scalar(
-        sa.select(WebhookDelivery).where(
-            WebhookDelivery.id == delivery_id,
-            WebhookDelivery.account_id == account_id,
-            WebhookDelivery.mode == mode,
-        )
+    return tenancy.owned(
+        WebhookDelivery, delivery_id, "No such delivery.", account_id=account_id, mode=mode
     )
-    if delivery is None:
-        raise NotFound("No such delivery.")
-    return delivery
