@@ -59,18 +59,13 @@ def payment_page(payment_id: str) -> ResponseReturnValue:
 @member_required
 def cancel_payment(payment_id: str) -> ResponseReturnValue:
     """WAITING_PAYMENT, PENDING or PROCESSING → CANCELLED (OWNER and ADMIN only)."""
-    mode = mode_arg()
-    _role().require()
-    form = CancelPaymentForm()
-    if not form.validate_on_submit():
-        return _detail_page(mode, payment_id, cancel_form=form, status=400)
-    try:
-        submit_once(form, lambda: payments.cancel(g.account_id, MODES[mode], payment_id).id)
-    except ApiError as error:
-        show_error(form, error, {})
-        return _detail_page(mode, payment_id, cancel_form=form, status=error.status)
-    flash("Payment cancelled: the customer can no longer pay it.", "info")
-    return redirect(url_for("dashboard.payment_page", payment_id=payment_id, mode=mode), 303)
+    return _cancel(
+        payment_id,
+        CancelPaymentForm(),
+        "cancel_form",
+        lambda mode: payments.cancel(g.account_id, MODES[mode], payment_id).id,
+        "Payment cancelled: the customer can no longer pay it.",
+    )
 
 
 @bp.post("/payments/<payment_id>/refund")
@@ -104,20 +99,28 @@ def refund_payment(payment_id: str) -> ResponseReturnValue:
 def cancel_refund(payment_id: str, refund_id: str) -> ResponseReturnValue:
     """Withdraw a refund still waiting for funds (OWNER and ADMIN only): it ends FAILED,
     and nothing was debited."""
+    return _cancel(
+        payment_id,
+        CancelRefundForm(),
+        "cancel_refund_form",
+        lambda mode: refunds.cancel_refund(g.account_id, MODES[mode], payment_id, refund_id).id,
+        "Refund cancelled: nothing was debited, and it will not be sent.",
+    )
+
+
+def _cancel(payment_id, form, form_name: str, act, done: str) -> ResponseReturnValue:
+    """A cancel button on the payment's page (OWNER and ADMIN only): applied once, its
+    refusal shown on the page in `form_name`'s place, `done` flashed after."""
     mode = mode_arg()
     _role().require()
-    form = CancelRefundForm()
     if not form.validate_on_submit():
-        return _detail_page(mode, payment_id, cancel_refund_form=form, status=400)
+        return _detail_page(mode, payment_id, **{form_name: form}, status=400)
     try:
-        submit_once(
-            form,
-            lambda: refunds.cancel_refund(g.account_id, MODES[mode], payment_id, refund_id).id,
-        )
+        submit_once(form, lambda: act(mode))
     except ApiError as error:
         show_error(form, error, {})
-        return _detail_page(mode, payment_id, cancel_refund_form=form, status=error.status)
-    flash("Refund cancelled: nothing was debited, and it will not be sent.", "info")
+        return _detail_page(mode, payment_id, **{form_name: form}, status=error.status)
+    flash(done, "info")
     return redirect(url_for("dashboard.payment_page", payment_id=payment_id, mode=mode), 303)
 
 
