@@ -27,8 +27,9 @@ from app.formats.charges import PUBLIC_STATUS
 from app.formats.payments import METHOD_LABELS
 from app.models import Account, KeyMode, Transaction
 from app.models.base import utcnow
-from app.services import charges, receipts, simulated_payer
-from app.services.payments import CARD, METHODS
+from app.services import simulated_payer
+from app.services.transactions import charges, receipts
+from app.services.transactions.payments import CARD, METHODS
 
 bp = Blueprint("checkout", __name__, url_prefix="/checkout")
 

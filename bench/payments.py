@@ -366,7 +366,7 @@ def explain_statements(env: dict[str, str], account_id: str) -> list[dict]:
     with app_context(env):
         from app.extensions import db
         from app.models import KeyMode
-        from app.services import payment_stats
+        from app.services.transactions import payment_stats
 
         services = {
             "stats": lambda days: payment_stats.payment_stats(account_id, KeyMode.TEST, days),

@@ -22,8 +22,9 @@ from app.formats.charges import ChargeSchema
 from app.formats.locations import location_payload
 from app.models import Account, KeyMode
 from app.pix import locations, qr
-from app.services import charges, simulated_payer
-from app.services.charges import ChargeQuery
+from app.services import simulated_payer
+from app.services.transactions import charges
+from app.services.transactions.charges import ChargeQuery
 
 IDEMPOTENCY_PARAMETER = {
     "in": "header",

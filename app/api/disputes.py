@@ -29,9 +29,10 @@ from app.formats.disputes import (
     upload_ticket_fields,
 )
 from app.models import DisputeCase, KeyMode
-from app.services import charges, simulated_payer
+from app.services import simulated_payer
 from app.services.disputes import cases, listing
 from app.services.disputes import evidence as dispute_evidence
+from app.services.transactions import charges
 
 CASE_ROUTE_PREFIXES = {
     "med_cases": "/v1/med/cases",

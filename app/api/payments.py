@@ -29,8 +29,9 @@ from app.extensions import Blueprint, db
 from app.formats.payments import PaymentCreatedSchema, PaymentSchema, RefundSchema, refund_fields
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
-from app.services import payment_stats, payments, receipts, refunds, simulated_payer
-from app.services.payments import PaymentQuery
+from app.services import simulated_payer
+from app.services.transactions import payment_stats, payments, receipts, refunds
+from app.services.transactions.payments import PaymentQuery
 
 blp = Blueprint(
     "payments", __name__, url_prefix="/v1/payments", description="Payment operations (apikey)"

@@ -20,15 +20,10 @@ from app.dashboard.payouts import destination
 from app.dashboard.session import staff_required
 from app.extensions import db
 from app.formats import charges as charge_format
-from app.models import RefundStatus, Transaction, Withdrawal
+from app.models import Payout, RefundStatus, Transaction
 from app.providers.base import ProviderError
-from app.services import (
-    accounts,
-    held_payment_review,
-    payout_review,
-    payouts,
-    pix_payments,
-)
+from app.services import accounts, payout_review, payouts
+from app.services.transactions import held_payment_review, pix_payments
 from app.templating import money
 
 # What staff are told after returning a held Pix: the return's own status, never a success it
@@ -103,7 +98,7 @@ def reject_payout(payout_id: str) -> ResponseReturnValue:
     )
 
 
-def _decided(decide: Callable[[], Withdrawal], outcome: str) -> ResponseReturnValue:
+def _decided(decide: Callable[[], Payout], outcome: str) -> ResponseReturnValue:
     """Commit a staff decision, or show why the service refused it (say, the merchant's
     balance no longer covers the payout, or someone decided it first) on the page."""
     return act_then_return(

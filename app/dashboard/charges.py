@@ -15,8 +15,8 @@ from app.errors import InvalidRequest, NotFound
 from app.extensions import db
 from app.formats.charges import PUBLIC_STATUSES
 from app.models import KeyMode, TransactionStatus
-from app.services import payments
-from app.services.payments import DEFAULT_PAGE_LIMIT, PaymentQuery
+from app.services.transactions import payments
+from app.services.transactions.payments import DEFAULT_PAGE_LIMIT, PaymentQuery
 
 S = TransactionStatus
 # A public charge status → the transaction status the payments list filters by. The list

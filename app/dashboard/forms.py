@@ -29,7 +29,6 @@ from app.models import DisputeType, EndpointStatus, RefundStrategy
 from app.pix.keys import PixKeyType
 from app.services import payouts
 from app.services.api_keys import MAX_LABEL_LENGTH
-from app.services.charges import MAX_DESCRIPTION
 from app.services.disputes.cases import (
     DECISIONS,
     EXTERNAL_ID,
@@ -39,8 +38,9 @@ from app.services.disputes.cases import (
     MIN_APPEAL,
 )
 from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
-from app.services.payments import DEFAULT_CURRENCY, MAX_CUSTOMER_NAME
-from app.services.refunds import MAX_REASON as MAX_REFUND_REASON
+from app.services.transactions.charges import MAX_DESCRIPTION
+from app.services.transactions.payments import DEFAULT_CURRENCY, MAX_CUSTOMER_NAME
+from app.services.transactions.refunds import MAX_REASON as MAX_REFUND_REASON
 
 REAIS = re.compile(r"([0-9]+)(?:[.,]([0-9]+))?")
 MAX_REAIS_LENGTH = 20

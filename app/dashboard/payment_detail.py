@@ -25,10 +25,10 @@ from app.formats.charges import PUBLIC_STATUS, checkout_url
 from app.formats.payments import METHOD_LABELS, payment_fields, transaction_id
 from app.methods import boleto
 from app.models import Origin, PendingReason, Refund, TransactionStatus
-from app.services import charges, payments, receipts, refunds
 from app.services.allowances import Allowance, manager_allowance
-from app.services.charges import RESERVED_METADATA_KEYS
-from app.services.refunds import RefundOrder
+from app.services.transactions import charges, payments, receipts, refunds
+from app.services.transactions.charges import RESERVED_METADATA_KEYS
+from app.services.transactions.refunds import RefundOrder
 from app.templating import money
 
 PIX = "PIX"

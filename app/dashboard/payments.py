@@ -38,9 +38,14 @@ from app.formats.payments import METHOD_LABELS, transaction_id
 from app.models import KeyMode, TransactionStatus
 from app.models.base import utcnow
 from app.models.constants import PAYMENT_CURRENCY_CODE
-from app.services import charges, payment_stats, payments
-from app.services.charges import Customer, NewCharge
-from app.services.payments import DEFAULT_PAGE_LIMIT, ListedPayment, NewPayment, PaymentQuery
+from app.services.transactions import charges, payment_stats, payments
+from app.services.transactions.charges import Customer, NewCharge
+from app.services.transactions.payments import (
+    DEFAULT_PAGE_LIMIT,
+    ListedPayment,
+    NewPayment,
+    PaymentQuery,
+)
 from app.templating import DISPLAY_TIMEZONE
 
 STATUSES = tuple(status.value for status in TransactionStatus)

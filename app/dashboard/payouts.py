@@ -25,14 +25,14 @@ from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.errors import ApiError, Conflict
 from app.extensions import db
-from app.models import Withdrawal, WithdrawalStatus, WithdrawalType
+from app.models import Payout, PayoutStatus, PayoutType
 from app.services import payouts, wallets
 from app.services.allowances import manager_allowance
 from app.services.payouts import NewPayout
 from app.templating import money
 
 PER_PAGE = 20
-STATUSES = tuple(status.value for status in WithdrawalStatus)
+STATUSES = tuple(status.value for status in PayoutStatus)
 # The service names fields the API's way; the form names them its own.
 FORM_FIELD_FOR_PARAM = {
     "amount": "amount",
@@ -123,11 +123,11 @@ def cancel_payout(payout_id: str) -> ResponseReturnValue:
     return redirect(url_for("dashboard.payouts_page", **filters.args()), 303)
 
 
-def destination(payout: Withdrawal, *, whole: bool = False) -> str:
+def destination(payout: Payout, *, whole: bool = False) -> str:
     """Where a payout goes, short enough for a table cell unless `whole` (an export)."""
-    if payout.type is WithdrawalType.PIX:
+    if payout.type is PayoutType.PIX:
         return f"{payout.pix_key} ({payout.pix_key_type})"
-    if payout.type is WithdrawalType.TED:
+    if payout.type is PayoutType.TED:
         bank = payout.bank_account or {}
         return f"Bank {bank.get('bankCode')} · {bank.get('agency')} / {bank.get('account')}"
     address = payout.crypto_address or ""
@@ -162,7 +162,7 @@ def _filters() -> PayoutFilters:
     return PayoutFilters(mode=mode_arg(), status=choice_arg("status", STATUSES), page=page_arg())
 
 
-def _csv_values(payout: Withdrawal) -> tuple:
+def _csv_values(payout: Payout) -> tuple:
     """One payout; free text goes through the wallet export's formula guard."""
     return (
         payout.id,

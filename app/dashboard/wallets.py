@@ -15,17 +15,10 @@ from app.dashboard.params import MODES, mode_arg, page_arg
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest
 from app.models.constants import WALLET_CURRENCY_CODE
-from app.services import (
-    dispute_holds,
-    payouts,
-    refunds,
-    releases,
-    settlement,
-    statements,
-    wallets,
-)
+from app.services import dispute_holds, payouts, releases, statements, wallets
 from app.services.disputes import cases as dispute_cases
 from app.services.statements import StatementRow
+from app.services.transactions import refunds, settlement
 
 KIND_LABELS = {
     settlement.SETTLEMENT: "Payment received",

@@ -8,35 +8,35 @@ from datetime import datetime
 
 import marshmallow as ma
 
-from app.models import Withdrawal, WithdrawalStatus, WithdrawalType
+from app.models import Payout, PayoutStatus, PayoutType
 
 
-def payout_fields(withdrawal: Withdrawal) -> dict:
+def payout_fields(payout: Payout) -> dict:
     fields = {
-        "id": withdrawal.id,
-        "status": str(withdrawal.status),
-        "type": str(withdrawal.type),
-        "amount": withdrawal.amount,
-        "currency": withdrawal.currency,
-        "fee": withdrawal.fee,
-        "netAmount": withdrawal.net_amount,
-        "description": withdrawal.description,
-        "mode": str(withdrawal.mode),
-        "createdAt": withdrawal.created_at,
-        "completedAt": withdrawal.completed_at,
+        "id": payout.id,
+        "status": str(payout.status),
+        "type": str(payout.type),
+        "amount": payout.amount,
+        "currency": payout.currency,
+        "fee": payout.fee,
+        "netAmount": payout.net_amount,
+        "description": payout.description,
+        "mode": str(payout.mode),
+        "createdAt": payout.created_at,
+        "completedAt": payout.completed_at,
     }
-    if withdrawal.type is WithdrawalType.PIX:
-        fields |= {"pixKey": withdrawal.pix_key, "pixKeyType": withdrawal.pix_key_type}
-    elif withdrawal.type is WithdrawalType.TED:
-        fields["bankAccount"] = withdrawal.bank_account
+    if payout.type is PayoutType.PIX:
+        fields |= {"pixKey": payout.pix_key, "pixKeyType": payout.pix_key_type}
+    elif payout.type is PayoutType.TED:
+        fields["bankAccount"] = payout.bank_account
     else:
         fields |= {
-            "cryptoAddress": withdrawal.crypto_address,
-            "cryptoNetwork": withdrawal.crypto_network,
-            "cryptoCurrency": withdrawal.crypto_currency,
+            "cryptoAddress": payout.crypto_address,
+            "cryptoNetwork": payout.crypto_network,
+            "cryptoCurrency": payout.crypto_currency,
         }
-    if withdrawal.status in (WithdrawalStatus.FAILED, WithdrawalStatus.REJECTED):
-        fields["failureReason"] = withdrawal.failure_reason
+    if payout.status in (PayoutStatus.FAILED, PayoutStatus.REJECTED):
+        fields["failureReason"] = payout.failure_reason
     return fields
 
 
@@ -50,8 +50,8 @@ class BankAccountSchema(ma.Schema):
 
 class PayoutSchema(ma.Schema):
     id = ma.fields.String()
-    status = ma.fields.String(metadata={"enum": [s.value for s in WithdrawalStatus]})
-    type = ma.fields.String(metadata={"enum": [t.value for t in WithdrawalType]})
+    status = ma.fields.String(metadata={"enum": [s.value for s in PayoutStatus]})
+    type = ma.fields.String(metadata={"enum": [t.value for t in PayoutType]})
     amount = ma.fields.Integer()
     currency = ma.fields.String()
     fee = ma.fields.Integer()
@@ -69,24 +69,24 @@ class PayoutSchema(ma.Schema):
     completedAt = ma.fields.DateTime(allow_none=True)
 
     @ma.pre_dump
-    def _from_withdrawal(self, value, **kwargs):
-        return payout_fields(value) if isinstance(value, Withdrawal) else value
+    def _from_payout(self, value, **kwargs):
+        return payout_fields(value) if isinstance(value, Payout) else value
 
 
-def payout_object(withdrawal: Withdrawal) -> dict:
-    return PayoutSchema().dump(withdrawal)
+def payout_object(payout: Payout) -> dict:
+    return PayoutSchema().dump(payout)
 
 
 def withdrawal_event_data(
-    withdrawal: Withdrawal, previous: WithdrawalStatus | None, occurred_at: datetime
+    payout: Payout, previous: PayoutStatus | None, occurred_at: datetime
 ) -> dict:
     return {
-        "withdrawalId": withdrawal.id,
-        "amount": withdrawal.amount,
-        "fee": withdrawal.fee,
-        "netAmount": withdrawal.net_amount,
-        "status": str(withdrawal.status),
+        "withdrawalId": payout.id,
+        "amount": payout.amount,
+        "fee": payout.fee,
+        "netAmount": payout.net_amount,
+        "status": str(payout.status),
         "previousStatus": str(previous) if previous else None,
-        "type": str(withdrawal.type),
+        "type": str(payout.type),
         "occurredAt": occurred_at.isoformat(),
     }

@@ -47,7 +47,8 @@ from app.models.base import utcnow
 from app.providers import api_pix_client, live_pix_configured
 from app.providers.api_pix.client import ApiPixUnavailable, ListingPosition
 from app.providers.api_pix.mapping import REMOVED_BY_PSP, PixEntry
-from app.services import api_pix_inbound, charges
+from app.services import api_pix_inbound
+from app.services.transactions import charges
 
 log = logging.getLogger(__name__)
 

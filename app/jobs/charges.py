@@ -4,7 +4,7 @@ Safe to run twice or concurrently: each charge is locked and re-checked before i
 """
 
 from app.jobs import in_batches
-from app.services import charges
+from app.services.transactions import charges
 
 
 def expire_charges() -> int:

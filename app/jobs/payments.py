@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 from app.extensions import db, get_redis
 from app.jobs import sweep
 from app.retries import backoff
-from app.services import payments
+from app.services.transactions import payments
 
 log = logging.getLogger(__name__)
 

@@ -15,16 +15,16 @@ from app.services import payouts
 log = logging.getLogger(__name__)
 
 
-def process_payout(withdrawal_id: str) -> str | None:
+def process_payout(payout_id: str) -> str | None:
     """Send one approved payout through its provider; returns the status it ends in, or None
     when another sender has it or nothing is left to send."""
-    withdrawal = payouts.start_processing(withdrawal_id)
+    payout = payouts.start_processing(payout_id)
     db.session.commit()
-    if withdrawal is None:
+    if payout is None:
         return None
-    payouts.send(withdrawal)
+    payouts.send(payout)
     db.session.commit()
-    return str(withdrawal.status)
+    return str(payout.status)
 
 
 def sweep_payouts() -> int:

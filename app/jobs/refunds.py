@@ -9,7 +9,7 @@ import logging
 from app.extensions import db
 from app.jobs import sweep
 from app.models import RefundStatus
-from app.services import refunds
+from app.services.transactions import refunds
 
 log = logging.getLogger(__name__)
 

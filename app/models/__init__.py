@@ -24,6 +24,7 @@ from app.models.ledger import (
     Wallet,
     WalletType,
 )
+from app.models.payout import Payout, PayoutStatus, PayoutType
 from app.models.psp_notice import PspNotice, PspNoticeKind
 from app.models.refund import (
     FINAL_REFUND_STATUSES,
@@ -45,7 +46,6 @@ from app.models.webhook import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from app.models.withdrawal import Withdrawal, WithdrawalStatus, WithdrawalType
 
 __all__ = [
     "DISPUTED_STATUSES",
@@ -71,6 +71,9 @@ __all__ = [
     "Membership",
     "MoneyOutcome",
     "Origin",
+    "Payout",
+    "PayoutStatus",
+    "PayoutType",
     "PendingReason",
     "PspNotice",
     "PspNoticeKind",
@@ -89,7 +92,4 @@ __all__ = [
     "WalletType",
     "WebhookDelivery",
     "WebhookEndpoint",
-    "Withdrawal",
-    "WithdrawalStatus",
-    "WithdrawalType",
 ]

@@ -70,15 +70,9 @@ from app.providers.api_pix.mapping import (
     parse_pix,
     parse_webhook,
 )
-from app.services import (
-    charges,
-    payments,
-    pix_payments,
-    psp_notices,
-    refunds,
-    transactions,
-)
+from app.services import psp_notices
 from app.services.disputes import cases
+from app.services.transactions import charges, lifecycle, payments, pix_payments, refunds
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +121,7 @@ def apply_received(entries: Iterable[PixEntry]) -> None:
                 entry.raw,
             )
             continue
-        charge = transactions.lock(charge_id)  # serialises the webhook and reconciliation
+        charge = lifecycle.lock(charge_id)  # serialises the webhook and reconciliation
         pix_payments.receive(
             charge.id,
             pix_payments.IncomingPix(
@@ -177,8 +171,8 @@ def apply_removed_cob(cob: dict) -> None:
     if charge_id is None:
         log.warning("the PSP removed a cob that matches no live charge", extra={"txid": txid})
         return
-    charge = charges.expire_if_due(transactions.lock(charge_id))
-    if charge.status not in transactions.AWAITING_PAYMENT:
+    charge = charges.expire_if_due(lifecycle.lock(charge_id))
+    if charge.status not in lifecycle.AWAITING_PAYMENT:
         log.info(
             "the PSP removed the cob of a charge no longer awaiting payment; left alone",
             extra={"charge_id": charge.id, "status": str(charge.status)},

@@ -17,7 +17,7 @@ from app.extensions import db
 from app.models import DisputeCase, DisputeStatus, LedgerAccount, Refund, Transaction, Wallet
 from app.services import ledger
 from app.services.ledger import Line
-from app.services.refund_totals import refunded_total
+from app.services.transactions.refund_totals import refunded_total
 
 UNDECIDED = (DisputeStatus.OPEN, DisputeStatus.APPEALED)
 REFUND_RELEASE = "dispute_hold_refunded"

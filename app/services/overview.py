@@ -14,8 +14,8 @@ import sqlalchemy as sa
 
 from app.business_days import SAO_PAULO
 from app.extensions import db
-from app.models import KeyMode, SettlementRelease, Wallet, Withdrawal, WithdrawalStatus
-from app.services import payment_stats
+from app.models import KeyMode, Payout, PayoutStatus, SettlementRelease, Wallet
+from app.services.transactions import payment_stats
 
 CHART_DAYS = 30
 UPCOMING_RELEASES = 5
@@ -95,13 +95,13 @@ def upcoming_releases(
 def pending_payouts(account_id: str, mode: KeyMode) -> list[PendingPayouts]:
     """Per currency, how many payouts wait for approval and their requested amounts."""
     rows = db.session.execute(
-        sa.select(Withdrawal.currency, sa.func.count(), sa.func.sum(Withdrawal.amount))
+        sa.select(Payout.currency, sa.func.count(), sa.func.sum(Payout.amount))
         .where(
-            Withdrawal.account_id == account_id,
-            Withdrawal.mode == mode,
-            Withdrawal.status == WithdrawalStatus.PENDING,
+            Payout.account_id == account_id,
+            Payout.mode == mode,
+            Payout.status == PayoutStatus.PENDING,
         )
-        .group_by(Withdrawal.currency)
-        .order_by(Withdrawal.currency)
+        .group_by(Payout.currency)
+        .order_by(Payout.currency)
     ).all()
     return [PendingPayouts(currency, count, int(total)) for currency, count, total in rows]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from app.extensions import db
-from app.models import Account, Withdrawal
+from app.models import Account, Payout
 from app.services import payouts
 
 DEFAULT_QUEUE_LIMIT = 100
@@ -20,7 +20,7 @@ DEFAULT_QUEUE_LIMIT = 100
 class PendingPayout:
     """A row of the back-office queue: the payout and the merchant who asked for it."""
 
-    payout: Withdrawal
+    payout: Payout
     account_name: str
 
 

@@ -30,9 +30,9 @@ from app.models import (
     KeyMode,
     LedgerAccount,
     Membership,
-    Withdrawal,
-    WithdrawalStatus,
-    WithdrawalType,
+    Payout,
+    PayoutStatus,
+    PayoutType,
 )
 from app.models.base import utcnow
 from app.pix import keys
@@ -47,7 +47,7 @@ from app.services.ledger import Line
 from app.services.paging import paged
 from app.services.state_machine import StateMachine
 
-W = WithdrawalStatus
+W = PayoutStatus
 ROLE_REQUIRED = "WITHDRAWAL_ROLE_REQUIRED"
 INSUFFICIENT_FUNDS = "insufficient_funds"
 BRL = "BRL"
@@ -62,13 +62,13 @@ STUCK_AFTER = timedelta(minutes=5)
 JOB_GRACE = timedelta(minutes=1)  # an approval's own job normally runs well within this
 PROCESS_JOB = "app.jobs.payouts.process_payout"
 
-TRANSITIONS: dict[WithdrawalStatus, frozenset[WithdrawalStatus]] = {
+TRANSITIONS: dict[PayoutStatus, frozenset[PayoutStatus]] = {
     W.PENDING: frozenset({W.APPROVED, W.REJECTED, W.CANCELLED}),
     W.APPROVED: frozenset({W.PROCESSING}),
     W.PROCESSING: frozenset({W.COMPLETED, W.FAILED}),
 }
 PAYOUT_MACHINE = StateMachine("withdrawal", TRANSITIONS)
-EVENTS_ON_ENTRY: dict[WithdrawalStatus, tuple[str, ...]] = {
+EVENTS_ON_ENTRY: dict[PayoutStatus, tuple[str, ...]] = {
     W.PENDING: ("payout.created", "withdrawal.created"),
     W.COMPLETED: ("payout.paid", "withdrawal.completed"),
     W.FAILED: ("payout.failed", "withdrawal.failed"),
@@ -80,7 +80,7 @@ DESTINATION_FIELDS = {
     "TED": {"bankAccount"},
     "CRYPTO": {"cryptoAddress", "cryptoNetwork", "cryptoCurrency"},
 }
-LISTING_ORDER = (Withdrawal.created_at.desc(), Withdrawal.id.desc())  # newest first
+LISTING_ORDER = (Payout.created_at.desc(), Payout.id.desc())  # newest first
 # Ledger posting kinds, unique per payout.
 DEBIT, COMPLETION, REFUND = "payout_debit", "payout_completion", "payout_refund"
 
@@ -102,7 +102,7 @@ class NewPayout:
     destination_fields: set[str] = field(default_factory=set)
 
 
-def request_payout(membership: Membership, new: NewPayout) -> Withdrawal:
+def request_payout(membership: Membership, new: NewPayout) -> Payout:
     """Create a PENDING payout after every check that can be made before any debit.
 
     Accounts flagged `withdrawals_auto_approve` have BRL payouts approved at once up to their
@@ -126,11 +126,11 @@ def request_payout(membership: Membership, new: NewPayout) -> Withdrawal:
     if new.currency == BRL:
         _check_caps(account, mode, new.amount)
     _check_covered(account.id, mode, new.currency, new.amount + fee, locked=False)
-    withdrawal = Withdrawal(
+    payout = Payout(
         account_id=account.id,
         mode=mode,
         status=W.PENDING,
-        type=WithdrawalType(new.type),
+        type=PayoutType(new.type),
         amount=new.amount,
         fee=fee,
         currency=new.currency,
@@ -139,95 +139,95 @@ def request_payout(membership: Membership, new: NewPayout) -> Withdrawal:
         provider=provider.name,
         **destination,
     )
-    db.session.add(withdrawal)
+    db.session.add(payout)
     db.session.flush()
-    _record_events(withdrawal, None)
-    if _auto_approves(account, withdrawal):
-        _approve(withdrawal, actor_user_id=None, refusal=InvalidRequest)
-    return withdrawal
+    _record_events(payout, None)
+    if _auto_approves(account, payout):
+        _approve(payout, actor_user_id=None, refusal=InvalidRequest)
+    return payout
 
 
-def approve(withdrawal_id: str, actor_user_id: str) -> Withdrawal:
+def approve(payout_id: str, actor_user_id: str) -> Payout:
     """Staff approval: debits amount + fee now, or refuses (409) if the balance no longer
     covers them; processing starts after the commit."""
-    withdrawal = _lock(withdrawal_id)
-    _refuse_own_account(withdrawal, actor_user_id)
-    _approve(withdrawal, actor_user_id)
-    return withdrawal
+    payout = _lock(payout_id)
+    _refuse_own_account(payout, actor_user_id)
+    _approve(payout, actor_user_id)
+    return payout
 
 
-def reject(withdrawal_id: str, actor_user_id: str, reason: str | None) -> Withdrawal:
+def reject(payout_id: str, actor_user_id: str, reason: str | None) -> Payout:
     """Staff refusal of a PENDING payout; nothing was debited, nothing moves."""
-    withdrawal = _lock(withdrawal_id)
-    _refuse_own_account(withdrawal, actor_user_id)
-    _require_pending(withdrawal, "rejected")
-    withdrawal.decided_by_user_id = actor_user_id
-    withdrawal.failure_reason = reason or "Rejected by the platform's review."
-    _transition(withdrawal, W.REJECTED)
-    _audit(withdrawal, actor_user_id, "payout.rejected")
-    return withdrawal
+    payout = _lock(payout_id)
+    _refuse_own_account(payout, actor_user_id)
+    _require_pending(payout, "rejected")
+    payout.decided_by_user_id = actor_user_id
+    payout.failure_reason = reason or "Rejected by the platform's review."
+    _transition(payout, W.REJECTED)
+    _audit(payout, actor_user_id, "payout.rejected")
+    return payout
 
 
-def cancel(membership: Membership, withdrawal_id: str) -> Withdrawal:
+def cancel(membership: Membership, payout_id: str) -> Payout:
     """The merchant withdraws a request, only while PENDING (nothing was debited)."""
-    withdrawal = _lock(withdrawal_id)
-    if withdrawal.account_id != membership.account_id:
+    payout = _lock(payout_id)
+    if payout.account_id != membership.account_id:
         raise NotFound("No such withdrawal.")
-    cancellability(withdrawal, membership).require()
-    _transition(withdrawal, W.CANCELLED)
-    _audit(withdrawal, membership.user_id, "payout.cancelled")
-    return withdrawal
+    cancellability(payout, membership).require()
+    _transition(payout, W.CANCELLED)
+    _audit(payout, membership.user_id, "payout.cancelled")
+    return payout
 
 
-def cancellability(withdrawal: Withdrawal, membership: Membership) -> Allowance:
+def cancellability(payout: Payout, membership: Membership) -> Allowance:
     """May this member withdraw the request? An OWNER or ADMIN, while it is PENDING: once
     approved, its money is debited and on its way."""
     role = manager_allowance(
         membership, "Only the account's OWNER or ADMIN may cancel payouts.", ROLE_REQUIRED
     )
-    if withdrawal.status is W.PENDING:
+    if payout.status is W.PENDING:
         return role
     not_pending = Conflict(
-        f"Only a PENDING withdrawal can be cancelled; this one is {withdrawal.status}.",
+        f"Only a PENDING withdrawal can be cancelled; this one is {payout.status}.",
         code="withdrawal_not_cancellable",
     )
     return role & refused(not_pending)
 
 
-def start_processing(withdrawal_id: str, now: datetime | None = None) -> Withdrawal | None:
+def start_processing(payout_id: str, now: datetime | None = None) -> Payout | None:
     """Claim a payout to send: APPROVED → PROCESSING, or a PROCESSING one whose sender has
     been silent for STUCK_AFTER (its worker died; the provider call is idempotent). None when
     someone else is sending it or there is nothing to send."""
     now = now or utcnow()
-    withdrawal = _lock(withdrawal_id)
-    if withdrawal.status is W.APPROVED:
-        _transition(withdrawal, W.PROCESSING)
-        return withdrawal
-    if withdrawal.status is W.PROCESSING and withdrawal.updated_at <= now - STUCK_AFTER:
-        withdrawal.updated_at = now
-        return withdrawal
+    payout = _lock(payout_id)
+    if payout.status is W.APPROVED:
+        _transition(payout, W.PROCESSING)
+        return payout
+    if payout.status is W.PROCESSING and payout.updated_at <= now - STUCK_AFTER:
+        payout.updated_at = now
+        return payout
     return None
 
 
-def send(withdrawal: Withdrawal) -> None:
+def send(payout: Payout) -> None:
     """Ask the provider to pay out (idempotent by our id), then settle the outcome. Only a
     definitive rejection refunds; an unknown outcome (ProviderError) propagates and the
     payout stays PROCESSING until the sweep retries it."""
-    provider = provider_named(withdrawal.provider, withdrawal.mode)
+    provider = provider_named(payout.provider, payout.mode)
     request = PayoutRequest(
-        reference=withdrawal.id,
-        payout_type=str(withdrawal.type),
-        amount=withdrawal.amount,
-        currency=withdrawal.currency,
-        destination=_destination_of(withdrawal),
-        requested_at=withdrawal.created_at,
+        reference=payout.id,
+        payout_type=str(payout.type),
+        amount=payout.amount,
+        currency=payout.currency,
+        destination=_destination_of(payout),
+        requested_at=payout.created_at,
     )
     try:
         sent = provider.payout(request)
     except PayoutRejected as rejection:
-        _fail(withdrawal.id, rejection.message)
+        _fail(payout.id, rejection.message)
         return
-    _complete(withdrawal.id, sent.reference)
+    _complete(payout.id, sent.reference)
 
 
 def due_for_processing(now: datetime | None = None, limit: int = 100) -> list[str]:
@@ -235,79 +235,77 @@ def due_for_processing(now: datetime | None = None, limit: int = 100) -> list[st
     in PROCESSING (their worker died), to (re)send; fresh approvals are left to their job."""
     now = now or utcnow()
     return db.session.scalars(
-        sa.select(Withdrawal.id)
+        sa.select(Payout.id)
         .where(
             sa.or_(
-                sa.and_(Withdrawal.status == W.APPROVED, Withdrawal.updated_at <= now - JOB_GRACE),
-                sa.and_(
-                    Withdrawal.status == W.PROCESSING, Withdrawal.updated_at <= now - STUCK_AFTER
-                ),
+                sa.and_(Payout.status == W.APPROVED, Payout.updated_at <= now - JOB_GRACE),
+                sa.and_(Payout.status == W.PROCESSING, Payout.updated_at <= now - STUCK_AFTER),
             ),
         )
-        .order_by(Withdrawal.updated_at)
+        .order_by(Payout.updated_at)
         .limit(limit)
     ).all()
 
 
-def get(account_id: str, withdrawal_id: str) -> Withdrawal:
-    return tenancy.owned(Withdrawal, withdrawal_id, "No such withdrawal.", account_id=account_id)
+def get(account_id: str, payout_id: str) -> Payout:
+    return tenancy.owned(Payout, payout_id, "No such withdrawal.", account_id=account_id)
 
 
 def list_payouts(
     account_id: str, mode: KeyMode | None, status: str | None, page: int, limit: int
-) -> tuple[list[Withdrawal], int]:
+) -> tuple[list[Payout], int]:
     """One page (newest first) and the total matching; `mode=None` lists both modes."""
-    listing = sa.select(Withdrawal).where(*_listing_conditions(account_id, mode, status))
+    listing = sa.select(Payout).where(*_listing_conditions(account_id, mode, status))
     found = paged(listing.order_by(*LISTING_ORDER), page, limit)
     return found.rows, found.total
 
 
 def payout_rows(
     account_id: str, mode: KeyMode | None, status: str | None, chunk_size: int
-) -> Iterator[Withdrawal]:
+) -> Iterator[Payout]:
     """Every payout `list_payouts` pages through, in its order, for an export: one query read
     `chunk_size` rows at a time (`yield_per`), so a long history never sits in memory."""
     yield from db.session.scalars(
-        sa.select(Withdrawal)
+        sa.select(Payout)
         .where(*_listing_conditions(account_id, mode, status))
         .order_by(*LISTING_ORDER)
         .execution_options(yield_per=chunk_size)
     )
 
 
-def pending_review(limit: int = 100) -> list[Withdrawal]:
+def pending_review(limit: int = 100) -> list[Payout]:
     """PENDING payouts of every account, oldest first: the back-office approval queue."""
     return list(
         db.session.scalars(
-            sa.select(Withdrawal)
-            .where(Withdrawal.status == W.PENDING)
-            .order_by(Withdrawal.created_at, Withdrawal.id)
+            sa.select(Payout)
+            .where(Payout.status == W.PENDING)
+            .order_by(Payout.created_at, Payout.id)
             .limit(limit)
         )
     )
 
 
 def _listing_conditions(account_id: str, mode: KeyMode | None, status: str | None) -> list:
-    conditions = [Withdrawal.account_id == account_id]
+    conditions = [Payout.account_id == account_id]
     if mode is not None:
-        conditions.append(Withdrawal.mode == mode)
+        conditions.append(Payout.mode == mode)
     if status is not None:
-        conditions.append(Withdrawal.status == WithdrawalStatus(status))
+        conditions.append(Payout.status == PayoutStatus(status))
     return conditions
 
 
-def _require_pending(withdrawal: Withdrawal, action: str) -> None:
-    if withdrawal.status is not W.PENDING:
+def _require_pending(payout: Payout, action: str) -> None:
+    if payout.status is not W.PENDING:
         raise Conflict(
-            f"Only a PENDING withdrawal can be {action}; this one is {withdrawal.status}.",
+            f"Only a PENDING withdrawal can be {action}; this one is {payout.status}.",
             code="withdrawal_not_pending",
         )
 
 
-def _refuse_own_account(withdrawal: Withdrawal, actor_user_id: str) -> None:
+def _refuse_own_account(payout: Payout, actor_user_id: str) -> None:
     """Four eyes: staff never decide a payout they asked for or of an account they belong to."""
-    if withdrawal.requested_by_user_id == actor_user_id or accounts.active_membership(
-        actor_user_id, withdrawal.account_id
+    if payout.requested_by_user_id == actor_user_id or accounts.active_membership(
+        actor_user_id, payout.account_id
     ):
         raise PermissionDenied(
             "Staff may not decide payouts of an account they belong to.",
@@ -315,53 +313,49 @@ def _refuse_own_account(withdrawal: Withdrawal, actor_user_id: str) -> None:
         )
 
 
-def _auto_approves(account: Account, withdrawal: Withdrawal) -> bool:
+def _auto_approves(account: Account, payout: Payout) -> bool:
     """Flagged accounts skip approval for BRL payouts up to their threshold."""
     threshold = account.withdrawals_auto_approve_threshold
     if threshold is None:
         threshold = current_app.config["WITHDRAWALS_AUTO_APPROVE_THRESHOLD"]
     return (
-        account.withdrawals_auto_approve
-        and withdrawal.currency == BRL
-        and withdrawal.amount <= threshold
+        account.withdrawals_auto_approve and payout.currency == BRL and payout.amount <= threshold
     )
 
 
-def _approve(
-    withdrawal: Withdrawal, actor_user_id: str | None, refusal: type[ApiError] = Conflict
-) -> None:
-    _require_pending(withdrawal, "approved")
-    total = withdrawal.wallet_debit
+def _approve(payout: Payout, actor_user_id: str | None, refusal: type[ApiError] = Conflict) -> None:
+    _require_pending(payout, "approved")
+    total = payout.wallet_debit
     _check_covered(
-        withdrawal.account_id,
-        withdrawal.mode,
-        withdrawal.currency,
+        payout.account_id,
+        payout.mode,
+        payout.currency,
         total,
         locked=True,
         refusal=refusal,
     )
     ledger.post(
-        account_id=withdrawal.account_id,
-        mode=withdrawal.mode,
-        currency=withdrawal.currency,
+        account_id=payout.account_id,
+        mode=payout.mode,
+        currency=payout.currency,
         kind=DEBIT,
-        reference_id=withdrawal.id,
-        description=f"Payout {withdrawal.id}",
+        reference_id=payout.id,
+        description=f"Payout {payout.id}",
         lines=[
             Line(LedgerAccount.AVAILABLE, -total),
-            Line(LedgerAccount.PAYOUT_CLEARING, withdrawal.amount),
-            Line(LedgerAccount.PLATFORM_FEES, withdrawal.fee),
+            Line(LedgerAccount.PAYOUT_CLEARING, payout.amount),
+            Line(LedgerAccount.PLATFORM_FEES, payout.fee),
         ],
     )
-    withdrawal.decided_by_user_id = actor_user_id
-    _transition(withdrawal, W.APPROVED)
-    _audit(withdrawal, actor_user_id, "payout.approved")
-    enqueue_after_commit(db.session(), MONEY_QUEUE, PROCESS_JOB, withdrawal.id)
+    payout.decided_by_user_id = actor_user_id
+    _transition(payout, W.APPROVED)
+    _audit(payout, actor_user_id, "payout.approved")
+    enqueue_after_commit(db.session(), MONEY_QUEUE, PROCESS_JOB, payout.id)
 
 
-def _complete(withdrawal_id: str, reference: str) -> None:
-    withdrawal = _book_outcome(
-        withdrawal_id,
+def _complete(payout_id: str, reference: str) -> None:
+    payout = _book_outcome(
+        payout_id,
         COMPLETION,
         f"settled ({reference})",
         lambda w: [
@@ -369,16 +363,16 @@ def _complete(withdrawal_id: str, reference: str) -> None:
             Line(LedgerAccount.PROVIDER_CLEARING, w.amount),
         ],
     )
-    if withdrawal is not None:
-        withdrawal.provider_reference = reference
-        withdrawal.completed_at = utcnow()
-        _transition(withdrawal, W.COMPLETED)
+    if payout is not None:
+        payout.provider_reference = reference
+        payout.completed_at = utcnow()
+        _transition(payout, W.COMPLETED)
 
 
-def _fail(withdrawal_id: str, reason: str) -> None:
+def _fail(payout_id: str, reason: str) -> None:
     """The acquirer rejected it: amount + fee go back to `available` in one posting."""
-    withdrawal = _book_outcome(
-        withdrawal_id,
+    payout = _book_outcome(
+        payout_id,
         REFUND,
         "rejected by the acquirer: refund",
         lambda w: [
@@ -387,59 +381,59 @@ def _fail(withdrawal_id: str, reason: str) -> None:
             Line(LedgerAccount.AVAILABLE, w.wallet_debit),
         ],
     )
-    if withdrawal is not None:
-        withdrawal.failure_reason = reason
-        _transition(withdrawal, W.FAILED)
+    if payout is not None:
+        payout.failure_reason = reason
+        _transition(payout, W.FAILED)
 
 
 def _book_outcome(
-    withdrawal_id: str, kind: str, what: str, lines: Callable[[Withdrawal], list[Line]]
-) -> Withdrawal | None:
+    payout_id: str, kind: str, what: str, lines: Callable[[Payout], list[Line]]
+) -> Payout | None:
     """Lock a PROCESSING payout and post its outcome; None if it is no longer processing."""
-    withdrawal = _lock(withdrawal_id)
-    if withdrawal.status is not W.PROCESSING:
+    payout = _lock(payout_id)
+    if payout.status is not W.PROCESSING:
         return None
     ledger.post(
-        account_id=withdrawal.account_id,
-        mode=withdrawal.mode,
-        currency=withdrawal.currency,
+        account_id=payout.account_id,
+        mode=payout.mode,
+        currency=payout.currency,
         kind=kind,
-        reference_id=withdrawal.id,
-        description=f"Payout {withdrawal.id} {what}",
-        lines=lines(withdrawal),
+        reference_id=payout.id,
+        description=f"Payout {payout.id} {what}",
+        lines=lines(payout),
     )
-    return withdrawal
+    return payout
 
 
-def _transition(withdrawal: Withdrawal, to: WithdrawalStatus) -> None:
-    previous = PAYOUT_MACHINE.move(withdrawal, to)
-    withdrawal.updated_at = utcnow()
-    _record_events(withdrawal, previous)
+def _transition(payout: Payout, to: PayoutStatus) -> None:
+    previous = PAYOUT_MACHINE.move(payout, to)
+    payout.updated_at = utcnow()
+    _record_events(payout, previous)
 
 
-def _record_events(withdrawal: Withdrawal, previous: WithdrawalStatus | None) -> None:
-    at = withdrawal.updated_at or utcnow()
-    for event_type in EVENTS_ON_ENTRY.get(withdrawal.status, ()):
+def _record_events(payout: Payout, previous: PayoutStatus | None) -> None:
+    at = payout.updated_at or utcnow()
+    for event_type in EVENTS_ON_ENTRY.get(payout.status, ()):
         data = (
-            {"object": payout_object(withdrawal)}
+            {"object": payout_object(payout)}
             if event_type.startswith("payout.")
-            else withdrawal_event_data(withdrawal, previous, at)
+            else withdrawal_event_data(payout, previous, at)
         )
         record_event(
-            withdrawal.account_id,
-            withdrawal.mode,
+            payout.account_id,
+            payout.mode,
             event_type,
             data,
             subject_type="withdrawal",
-            subject_id=withdrawal.id,
+            subject_id=payout.id,
         )
 
 
-def _lock(withdrawal_id: str) -> Withdrawal:
-    withdrawal = locking.lock(Withdrawal, withdrawal_id)
-    if withdrawal is None:
+def _lock(payout_id: str) -> Payout:
+    payout = locking.lock(Payout, payout_id)
+    if payout is None:
         raise NotFound("No such withdrawal.")
-    return withdrawal
+    return payout
 
 
 def _check_covered(
@@ -480,12 +474,12 @@ def _check_caps(account: Account, mode: KeyMode, amount: int) -> None:
         daily_cap = cap * current_app.config["PAYOUT_DAILY_CAP_MULTIPLIER"]
     today = datetime.combine(utcnow().astimezone(SAO_PAULO).date(), time.min, tzinfo=SAO_PAULO)
     requested_today = db.session.scalar(
-        sa.select(sa.func.coalesce(sa.func.sum(Withdrawal.amount), 0)).where(
-            Withdrawal.account_id == account.id,
-            Withdrawal.mode == mode,
-            Withdrawal.currency == BRL,
-            Withdrawal.created_at >= today,
-            Withdrawal.status.not_in((W.REJECTED, W.CANCELLED, W.FAILED)),
+        sa.select(sa.func.coalesce(sa.func.sum(Payout.amount), 0)).where(
+            Payout.account_id == account.id,
+            Payout.mode == mode,
+            Payout.currency == BRL,
+            Payout.created_at >= today,
+            Payout.status.not_in((W.REJECTED, W.CANCELLED, W.FAILED)),
         )
     )
     if requested_today + amount > daily_cap:
@@ -576,20 +570,20 @@ def _crypto_destination(new: NewPayout) -> dict:
     }
 
 
-def _destination_of(withdrawal: Withdrawal) -> dict:
-    if withdrawal.type is WithdrawalType.PIX:
-        return {"pixKey": withdrawal.pix_key, "pixKeyType": withdrawal.pix_key_type}
-    if withdrawal.type is WithdrawalType.TED:
-        return dict(withdrawal.bank_account or {})
-    return {"cryptoAddress": withdrawal.crypto_address, "cryptoNetwork": CRYPTO_NETWORK}
+def _destination_of(payout: Payout) -> dict:
+    if payout.type is PayoutType.PIX:
+        return {"pixKey": payout.pix_key, "pixKeyType": payout.pix_key_type}
+    if payout.type is PayoutType.TED:
+        return dict(payout.bank_account or {})
+    return {"cryptoAddress": payout.crypto_address, "cryptoNetwork": CRYPTO_NETWORK}
 
 
-def _audit(withdrawal: Withdrawal, actor_user_id: str | None, action: str) -> None:
+def _audit(payout: Payout, actor_user_id: str | None, action: str) -> None:
     audit.record(
-        account_id=withdrawal.account_id,
+        account_id=payout.account_id,
         actor_user_id=actor_user_id,
         action=action,
         subject_type="withdrawal",
-        subject_id=withdrawal.id,
-        details={"amount": withdrawal.amount, "fee": withdrawal.fee},
+        subject_id=payout.id,
+        details={"amount": payout.amount, "fee": payout.fee},
     )

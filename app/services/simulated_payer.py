@@ -23,8 +23,8 @@ from app.models import (
 from app.models.base import utcnow
 from app.pix.identifiers import new_end_to_end_id
 from app.providers.sandbox import SANDBOX_ISPB
-from app.services import charges, payments, pix_payments, transactions
 from app.services.disputes import cases
+from app.services.transactions import charges, lifecycle, payments, pix_payments
 
 SANDBOX_PAYER_CPF = "52998224725"
 SANDBOX_PAYER_NAME = "Pagador Sandbox"
@@ -80,7 +80,7 @@ def pay_by_method(
         )
     if not approved and method != payments.CARD:
         raise InvalidRequest("Only a card payment can be declined.", param="approved")
-    locked = transactions.lock(transaction.id)
+    locked = lifecycle.lock(transaction.id)
     if method == payments.PIX and locked.status is not TransactionStatus.PENDING:
         simulate_payment(locked)  # also when no longer payable: the Pix is then returned
         return locked

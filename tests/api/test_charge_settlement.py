@@ -19,7 +19,8 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.pix.identifiers import END_TO_END_PATTERN
-from app.services import ledger, pix_payments
+from app.services import ledger
+from app.services.transactions import pix_payments
 from tests.support import factories
 from tests.support.charges import (
     CPF,

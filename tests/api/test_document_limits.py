@@ -25,8 +25,8 @@ from app.api.security import API_KEY_HEADER
 from app.formats.event_catalog import SUBSCRIBABLE
 from app.models import KeyMode
 from app.models.base import MAX_PAGE_OR_OFFSET
-from app.services.charges import MAX_AMOUNT, MIN_EXPIRES_IN
 from app.services.disputes.evidence import HIDDEN_CATEGORIES
+from app.services.transactions.charges import MAX_AMOUNT, MIN_EXPIRES_IN
 from tests.support import charges, factories, payments
 from tests.support.charges import ALPHANUMERIC_CNPJ, CNPJ, CPF
 from tests.support.http import assert_error

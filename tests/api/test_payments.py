@@ -37,7 +37,7 @@ from app.models.base import utcnow
 from app.pix import brcode
 from app.providers.base import ProviderError, ProviderRefused
 from app.providers.sandbox import SandboxProvider
-from app.services import charges as charges_service
+from app.services.transactions import charges as charges_service
 from tests.support import charges, factories
 from tests.support.http import assert_error, count_rows
 from tests.support.payments import create, created, finalised, get, paid, pay, payment_body

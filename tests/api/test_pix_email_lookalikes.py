@@ -3,7 +3,7 @@ payout to one is refused before anything is created."""
 
 import pytest
 
-from app.models import Withdrawal
+from app.models import Payout
 from tests.support.http import assert_error, count_rows
 from tests.support.payouts import funded_merchant, request
 
@@ -33,4 +33,4 @@ def test_a_payout_to_a_look_alike_is_refused(app, client, monkeypatch, key):
     response = request(client, merchant, pixKey=key, pixKeyType="EMAIL")
 
     assert_error(response, 400, "invalid_request_error", "invalid_pix_key", param="pixKey")
-    assert count_rows(app, Withdrawal) == 0
+    assert count_rows(app, Payout) == 0

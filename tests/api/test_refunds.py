@@ -22,8 +22,9 @@ from app.models.base import utcnow
 from app.pix import keys
 from app.providers.base import ProviderError, ProviderRefused
 from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
-from app.services import pix_payments
-from app.services.refunds import (
+from app.services.simulated_payer import SANDBOX_PAYER_CPF
+from app.services.transactions import pix_payments
+from app.services.transactions.refunds import (
     MAX_SUBMIT_ATTEMPTS,
     MAX_SUBMIT_BACKOFF,
     SUBMIT_GRACE,
@@ -31,7 +32,6 @@ from app.services.refunds import (
     request_refund,
     submit_backoff,
 )
-from app.services.simulated_payer import SANDBOX_PAYER_CPF
 from tests.support import charges, factories
 from tests.support.http import assert_error
 from tests.support.payments import finalised, refund

@@ -10,7 +10,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from app.cli import check_ledger
 from app.extensions import db
 from app.jobs import payouts as payout_jobs
-from app.models import Event, LedgerPosting, Role, Withdrawal
+from app.models import Event, LedgerPosting, Payout, Role
 from app.models.base import utcnow
 from app.providers.base import ProviderError
 from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
@@ -41,14 +41,14 @@ def staff(app, client):
     return staff_headers(app, client)
 
 
-def _events(app, withdrawal_id) -> dict[str, dict]:
+def _events(app, payout_id) -> dict[str, dict]:
     with app.app_context():
-        rows = db.session.scalars(sa.select(Event).where(Event.subject_id == withdrawal_id))
+        rows = db.session.scalars(sa.select(Event).where(Event.subject_id == payout_id))
         return {event.type: event.data for event in rows}
 
 
-def _approve(client, staff, withdrawal_id):
-    return client.post(f"/v1/admin/withdrawals/{withdrawal_id}/approve", headers=staff)
+def _approve(client, staff, payout_id):
+    return client.post(f"/v1/admin/withdrawals/{payout_id}/approve", headers=staff)
 
 
 def _ledger_is_clean(app):
@@ -82,7 +82,7 @@ def test_a_replayed_request_returns_the_first_and_another_body_conflicts(app, cl
         "/v1/withdrawals", json={**body, "amount": 5_000}, headers=merchant.headers
     )
     assert_error(changed, 409, "conflict_error", "idempotency_key_reused")
-    assert count_rows(app, Withdrawal) == 1
+    assert count_rows(app, Payout) == 1
 
 
 @pytest.mark.parametrize(
@@ -106,7 +106,7 @@ def test_a_refused_request_creates_nothing(app, client, merchant, overrides, cod
     body = {k: v for k, v in body.items() if v is not None}
     response = client.post("/v1/withdrawals", json=body, headers=merchant.headers)
     assert_error(response, 400, "invalid_request_error", code, param=param)
-    assert count_rows(app, Withdrawal) == 0
+    assert count_rows(app, Payout) == 0
 
 
 TED = {
@@ -172,7 +172,7 @@ def test_crypto_payouts_are_refused_before_any_debit(app, client, merchant, over
     body = {k: v for k, v in pix_payout(**{**CRYPTO, **overrides}).items() if v is not None}
     response = client.post("/v1/withdrawals", json=body, headers=merchant.headers)
     assert_error(response, 400, "invalid_request_error", "invalid_request", param=param)
-    assert count_rows(app, Withdrawal) == 0
+    assert count_rows(app, Payout) == 0
 
 
 def test_a_valid_crypto_payout_needs_a_usdt_balance(app, client, merchant):
@@ -203,7 +203,7 @@ def test_only_owner_or_admin_may_request(app, client, merchant):
 def test_live_payouts_need_a_live_provider(app, client, merchant):
     response = request(client, merchant, test=False)
     assert response.status_code in (400, 422)
-    assert count_rows(app, Withdrawal) == 0
+    assert count_rows(app, Payout) == 0
 
 
 def test_approval_debits_then_the_job_completes_it(app, client, merchant, staff, redis):
@@ -346,9 +346,9 @@ def test_fifty_concurrent_approvals_against_a_balance_for_ten(app, client, merch
     set_account(app, merchant.member.account_id, payout_daily_cap=10**12)
     ids += [request(client, merchant, amount=10_000 - PIX_FEE).get_json()["id"] for _ in range(40)]
 
-    def approve(withdrawal_id):
+    def approve(payout_id):
         with app.test_client() as http:
-            return _approve(http, staff, withdrawal_id).status_code
+            return _approve(http, staff, payout_id).status_code
 
     with ThreadPoolExecutor(max_workers=25) as pool:
         statuses = list(pool.map(approve, ids))
@@ -373,8 +373,8 @@ def test_an_approval_made_while_redis_is_down_is_paid_by_the_sweep(
     with app.app_context():
         assert payout_jobs.sweep_payouts() == 0  # a fresh approval is left to its own job
         db.session.execute(
-            sa.update(Withdrawal)
-            .where(Withdrawal.id == payout["id"])
+            sa.update(Payout)
+            .where(Payout.id == payout["id"])
             .values(updated_at=utcnow() - timedelta(minutes=2))
         )
         db.session.commit()
@@ -401,7 +401,7 @@ def test_fifty_concurrent_auto_approved_requests_against_a_balance_for_ten(app, 
     assert len(approved) == 10 and all(b["status"] == "APPROVED" for b in approved)
     assert len(refused) == 40
     assert all(b["error"]["code"] == "insufficient_funds" for b in refused)
-    assert count_rows(app, Withdrawal) == 10
+    assert count_rows(app, Payout) == 10
     assert available(client, merchant) == 0
     _ledger_is_clean(app)
 
@@ -492,8 +492,8 @@ def test_an_unknown_provider_outcome_keeps_the_payout_processing(
         assert payouts.start_processing(payout["id"], now=stale) is not None
         db.session.rollback()
         db.session.execute(
-            sa.update(Withdrawal)
-            .where(Withdrawal.id == payout["id"])
+            sa.update(Payout)
+            .where(Payout.id == payout["id"])
             .values(updated_at=utcnow() - timedelta(minutes=6))
         )
         db.session.commit()
@@ -540,7 +540,7 @@ def test_concurrent_requests_cannot_pass_the_daily_cap_together(app, client, mer
         statuses = list(pool.map(send, range(20)))
     assert statuses.count(201) == 3
     with app.app_context():
-        total = db.session.scalar(sa.select(sa.func.sum(Withdrawal.amount)))
+        total = db.session.scalar(sa.select(sa.func.sum(Payout.amount)))
     assert total == 29_700
 
 

@@ -10,9 +10,10 @@ import re
 from app.extensions import db
 from app.formats.payments import transaction_id
 from app.models import KeyMode, Refund, Role
-from app.services import accounts, charges, payments, payouts, refunds
+from app.services import accounts, payouts
 from app.services.disputes import allowances
 from app.services.disputes.listing import get_case
+from app.services.transactions import charges, payments, refunds
 from app.services.webhooks import endpoints as webhook_endpoints
 from tests.support import charges as charge_calls
 from tests.support import disputes as d

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from app.dashboard import payouts as payouts_page_module
 from app.extensions import db
-from app.models import KeyMode, Role, Withdrawal, WithdrawalStatus, WithdrawalType
+from app.models import KeyMode, Payout, PayoutStatus, PayoutType, Role
 from tests.support import factories
 from tests.support.dashboard import sign_in
 from tests.support.http import count_rows, csrf_token
@@ -65,9 +65,9 @@ def _rows(page: str) -> int:
     return page.count('<td class="mono destination">')
 
 
-def _payout(app) -> Withdrawal:
+def _payout(app) -> Payout:
     with app.app_context():
-        return db.session.scalar(sa.select(Withdrawal))
+        return db.session.scalar(sa.select(Payout))
 
 
 def _csv(response) -> list[list[str]]:
@@ -77,11 +77,11 @@ def _csv(response) -> list[list[str]]:
 def _live_payout(app, account_id: str) -> str:
     """A live payout as stored (the tests have no live provider to request one through)."""
     with app.app_context():
-        payout = Withdrawal(
+        payout = Payout(
             account_id=account_id,
             mode=KeyMode.LIVE,
-            status=WithdrawalStatus.PENDING,
-            type=WithdrawalType.PIX,
+            status=PayoutStatus.PENDING,
+            type=PayoutType.PIX,
             amount=5_000,
             fee=100,
             currency="BRL",
@@ -112,7 +112,7 @@ def test_a_request_is_pending_and_listed(app, client, merchant):
     assert response.status_code == 303
     assert response.headers["Location"] == "/dashboard/payouts?mode=test"
     payout = _payout(app)
-    assert (payout.amount, payout.fee, payout.status) == (10_000, 100, WithdrawalStatus.PENDING)
+    assert (payout.amount, payout.fee, payout.status) == (10_000, 100, PayoutStatus.PENDING)
     assert (payout.mode, payout.pix_key, payout.pix_key_type) == (
         KeyMode.TEST,
         "ana@example.com",
@@ -142,7 +142,7 @@ def test_an_invalid_pix_key_is_shown_beside_the_field(app, client, merchant):
         assert "Invalid Pix key:" in text, key
         assert 'id="pix_key-error"' in text and 'aria-invalid="true"' in text
         assert f'value="{key}"' in text  # what was typed is shown back
-    assert count_rows(app, Withdrawal) == 0
+    assert count_rows(app, Payout) == 0
 
 
 def test_the_form_checks_what_it_must_before_asking_the_service(app, client, merchant):
@@ -160,7 +160,7 @@ def test_the_form_checks_what_it_must_before_asking_the_service(app, client, mer
     response = client.post(PAGE, data=_form(client, mode="prod"))
     assert response.status_code == 400
     assert "Mode:" in _text(response)
-    assert count_rows(app, Withdrawal) == 0
+    assert count_rows(app, Payout) == 0
 
 
 def test_insufficient_funds_are_refused_on_the_amount(app, client, merchant):
@@ -169,7 +169,7 @@ def test_insufficient_funds_are_refused_on_the_amount(app, client, merchant):
     assert response.status_code == 400
     text = _text(response)
     assert "does not cover the amount plus fee" in text and 'id="amount-error"' in text
-    assert count_rows(app, Withdrawal) == 0
+    assert count_rows(app, Payout) == 0
 
 
 def test_live_mode_without_a_live_provider_is_422(app, client, merchant):
@@ -181,7 +181,7 @@ def test_live_mode_without_a_live_provider_is_422(app, client, merchant):
     text = _text(response)
     assert "No provider serves Pix in live mode" in text
     assert 'aria-current="page">Live mode</a>' in text
-    assert count_rows(app, Withdrawal) == 0
+    assert count_rows(app, Payout) == 0
 
 
 def test_double_submit_makes_one_payout(app, client, merchant):
@@ -189,11 +189,11 @@ def test_double_submit_makes_one_payout(app, client, merchant):
     data = _form(client)
     first, second = client.post(PAGE, data=data), client.post(PAGE, data=data)
     assert first.status_code == second.status_code == 303
-    assert count_rows(app, Withdrawal) == 1
+    assert count_rows(app, Payout) == 1
     changed = client.post(PAGE, data={**data, "amount": "50,00"})
     assert changed.status_code == 409
     assert "already sent with other values" in _text(changed)
-    assert count_rows(app, Withdrawal) == 1
+    assert count_rows(app, Payout) == 1
 
 
 def test_a_refused_form_can_be_sent_again_with_the_same_key(app, client, merchant):
@@ -201,7 +201,7 @@ def test_a_refused_form_can_be_sent_again_with_the_same_key(app, client, merchan
     data = _form(client, pix_key="ana@")
     assert client.post(PAGE, data=data).status_code == 400
     assert client.post(PAGE, data={**data, "pix_key": "ana@example.com"}).status_code == 303
-    assert count_rows(app, Withdrawal) == 1
+    assert count_rows(app, Payout) == 1
 
 
 def test_a_member_sees_a_note_and_is_refused_by_the_service(app, client, merchant):
@@ -221,7 +221,7 @@ def test_a_member_sees_a_note_and_is_refused_by_the_service(app, client, merchan
     response = client.post(PAGE, data=data)
     assert response.status_code == 403
     assert "Only the account's OWNER or ADMIN may request payouts." in _text(response)
-    assert count_rows(app, Withdrawal) == 0
+    assert count_rows(app, Payout) == 0
 
 
 def test_cancel_works_only_while_pending(app, client, merchant):

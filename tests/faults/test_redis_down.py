@@ -16,7 +16,7 @@ from app.extensions import QUEUE_NAMES, db, redis_client
 from app.formats.event_catalog import DELIVERABLE
 from app.jobs import payouts as payout_jobs
 from app.jobs import webhooks as webhook_jobs
-from app.models import Event, WebhookDelivery, Withdrawal, WithdrawalStatus
+from app.models import Event, Payout, PayoutStatus, WebhookDelivery
 from app.models.base import utcnow
 from app.services.api_rate_limits import REMAINING_HEADER as REMAINING
 from app.services.payouts import JOB_GRACE
@@ -304,8 +304,8 @@ def _let_the_payout_job_grace_pass(app) -> None:
     """Approved payouts look as if approved long enough ago for the sweep to take them."""
     with app.app_context():
         db.session.execute(
-            sa.update(Withdrawal)
-            .where(Withdrawal.status == WithdrawalStatus.APPROVED)
+            sa.update(Payout)
+            .where(Payout.status == PayoutStatus.APPROVED)
             .values(updated_at=utcnow() - JOB_GRACE - timedelta(seconds=1))
         )
         db.session.commit()

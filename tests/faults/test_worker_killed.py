@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from app.extensions import db, get_queue
 from app.jobs import payouts as payout_jobs
 from app.jobs import webhooks as webhook_jobs
-from app.models import Event, LedgerPosting, WebhookDelivery, Withdrawal
+from app.models import Event, LedgerPosting, Payout, WebhookDelivery
 from app.models.base import utcnow
 from app.services import ledger
 from app.services.payouts import STUCK_AFTER
@@ -64,12 +64,12 @@ def test_a_payout_whose_worker_died_at_the_provider_is_paid_and_booked_once(
 ):
     shop = payouts.funded_merchant(app, client, monkeypatch)
     requested = payouts.request(client, shop, amount=10_000).get_json()
-    withdrawal_id = requested["id"]
+    payout_id = requested["id"]
     calls, gate = tmp_path / "payout-calls.log", tmp_path / "payout-gate"
     held = {"FAULT_PAYOUT_CALLS": str(calls), "FAULT_PAYOUT_GATE": str(gate)}
     gate.touch()
     approved = client.post(
-        f"/v1/admin/withdrawals/{withdrawal_id}/approve",
+        f"/v1/admin/withdrawals/{payout_id}/approve",
         headers=payouts.staff_headers(app, client),
     )
     assert approved.status_code == 200, approved.get_json()
@@ -78,23 +78,21 @@ def test_a_payout_whose_worker_died_at_the_provider_is_paid_and_booked_once(
     killed = workers.start("tests.faults.held_payout_worker", **held)
     wait_for(lambda: calls.exists() and calls.read_text(), 30, "the payout to reach the provider")
     kill_group(killed)
-    assert _withdrawal(app, withdrawal_id).status == "PROCESSING"
+    assert _payout(app, payout_id).status == "PROCESSING"
     with app.app_context():
         assert payout_jobs.sweep_payouts() == 0  # its sender may still be alive: left alone
 
     gate.unlink()
-    _sender_silent_for_long(app, withdrawal_id)
+    _sender_silent_for_long(app, payout_id)
     workers.start("tests.faults.held_payout_worker", **held)
     with app.app_context():
         get_queue("money").enqueue(payout_jobs.sweep_payouts)  # as `rq cron` does
-    wait_for(
-        lambda: _withdrawal(app, withdrawal_id).status == "COMPLETED", 30, "the payout to complete"
-    )
+    wait_for(lambda: _payout(app, payout_id).status == "COMPLETED", 30, "the payout to complete")
 
-    assert calls.read_text().split() == [withdrawal_id, withdrawal_id]  # same idempotency key
-    assert _postings(app, withdrawal_id) == ["payout_completion", "payout_debit"]
+    assert calls.read_text().split() == [payout_id, payout_id]  # same idempotency key
+    assert _postings(app, payout_id) == ["payout_completion", "payout_debit"]
     assert payouts.available(client, shop) == available_after_debit
-    assert _event_types(app, withdrawal_id).count("payout.paid") == 1
+    assert _event_types(app, payout_id).count("payout.paid") == 1
     with app.app_context():
         assert payout_jobs.sweep_payouts() == 0
         assert ledger.check() == []
@@ -119,29 +117,25 @@ def _lease_runs_out(app, delivery_id: str) -> None:
     update_row(app, WebhookDelivery, delivery_id, lease_expires_at=utcnow() - timedelta(seconds=1))
 
 
-def _sender_silent_for_long(app, withdrawal_id: str) -> None:
+def _sender_silent_for_long(app, payout_id: str) -> None:
     """STUCK_AFTER has passed since the dead sender last touched the payout."""
-    update_row(
-        app, Withdrawal, withdrawal_id, updated_at=utcnow() - STUCK_AFTER - timedelta(seconds=1)
-    )
+    update_row(app, Payout, payout_id, updated_at=utcnow() - STUCK_AFTER - timedelta(seconds=1))
 
 
-def _withdrawal(app, withdrawal_id: str) -> Withdrawal:
+def _payout(app, payout_id: str) -> Payout:
     with app.app_context():
-        return db.session.get(Withdrawal, withdrawal_id)
+        return db.session.get(Payout, payout_id)
 
 
-def _postings(app, withdrawal_id: str) -> list[str]:
+def _postings(app, payout_id: str) -> list[str]:
     with app.app_context():
         return sorted(
             db.session.scalars(
-                sa.select(LedgerPosting.kind).where(LedgerPosting.reference_id == withdrawal_id)
+                sa.select(LedgerPosting.kind).where(LedgerPosting.reference_id == payout_id)
             )
         )
 
 
-def _event_types(app, withdrawal_id: str) -> list[str]:
+def _event_types(app, payout_id: str) -> list[str]:
     with app.app_context():
-        return db.session.scalars(
-            sa.select(Event.type).where(Event.subject_id == withdrawal_id)
-        ).all()
+        return db.session.scalars(sa.select(Event.type).where(Event.subject_id == payout_id)).all()

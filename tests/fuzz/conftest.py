@@ -173,7 +173,7 @@ class SeededIds:
         return deliveries.get_json()["data"][0]["id"]
 
     @cached_property
-    def withdrawal_id(self) -> str:
+    def payout_id(self) -> str:
         body = payouts.pix_payout()
         return self._post("/v1/withdrawals", self.credentials.member_jwt, **body)["id"]
 

@@ -55,12 +55,13 @@ from app.jobs.refunds import poll_refunds, submit_refund
 from app.jobs.wallets import release_settlements
 from app.models import KeyMode, Membership, Transaction, Wallet
 from app.models.base import utcnow
-from app.services import accounts, charges, payments, payouts, refunds, releases, simulated_payer
+from app.services import accounts, payouts, releases, simulated_payer
 from app.services.disputes import cases as dispute_cases
 from app.services.disputes.cases import DisputeNotice
 from app.services.disputes.listing import get_case
 from app.services.payouts import NewPayout
-from app.services.refunds import RefundOrder
+from app.services.transactions import charges, payments, refunds
+from app.services.transactions.refunds import RefundOrder
 from tests.money import oracle as o
 from tests.money.oracle import FAILING_AMOUNT, Oracle
 from tests.support import factories

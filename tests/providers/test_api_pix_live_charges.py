@@ -14,7 +14,8 @@ from app.models import Transaction
 from app.models.base import utcnow
 from app.providers.api_pix.mapping import REMOVED_BY_RECEIVER, txid_for
 from app.providers.api_pix.settings_check import validate_api_pix
-from app.services import api_pix_inbound, pix_payments
+from app.services import api_pix_inbound
+from app.services.transactions import pix_payments
 from tests.support import factories, payments, refunds
 from tests.support.charges import CPF, create, created, get, raw, update_row
 from tests.support.fake_api_pix import RECEIVER_KEY

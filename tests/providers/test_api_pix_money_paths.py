@@ -14,7 +14,8 @@ from app.models import ReceivedPixOutcome, RefundStatus
 from app.models.base import utcnow
 from app.providers.api_pix.mapping import devolucao_id_for, txid_for
 from app.providers.base import ProviderError
-from app.services import api_pix_inbound, pix_payments
+from app.services import api_pix_inbound
+from app.services.transactions import pix_payments
 from tests.support import factories, refunds
 from tests.support.charges import CPF, OTHER_CPF, created, events, get, raw, update_row
 from tests.support.dashboard import post_form, sign_in
@@ -108,7 +109,7 @@ def test_a_return_the_psp_refuses_is_failed_and_logged_not_raised(app, api, merc
     pix = paid_at_psp(live, charge, payer={"cpf": OTHER_CPF, "nome": "Bruno"})
     live.fail_next(400)
 
-    with caplog.at_level(logging.ERROR, logger="app.services.pix_payments"):
+    with caplog.at_level(logging.ERROR, logger="app.services.transactions.pix_payments"):
         assert receive(app, charge, pix) is ReceivedPixOutcome.RETURNED_PAYER_MISMATCH
 
     refund = the_return(app, charge)

@@ -10,12 +10,12 @@ from app.models import (
     KeyMode,
     LedgerAccount,
     Origin,
+    Payout,
+    PayoutStatus,
+    PayoutType,
     SettlementRelease,
     Transaction,
     TransactionStatus,
-    Withdrawal,
-    WithdrawalStatus,
-    WithdrawalType,
 )
 from app.services import ledger
 from app.services.ledger import Line
@@ -110,18 +110,18 @@ def payout(
     account_id: str,
     amount: int,
     mode: KeyMode = KeyMode.TEST,
-    status: WithdrawalStatus = WithdrawalStatus.PENDING,
+    status: PayoutStatus = PayoutStatus.PENDING,
     *,
     currency: str = "BRL",
 ) -> None:
     """A Pix payout request, fee-free."""
     with app.app_context():
         db.session.add(
-            Withdrawal(
+            Payout(
                 account_id=account_id,
                 mode=mode,
                 status=status,
-                type=WithdrawalType.PIX,
+                type=PayoutType.PIX,
                 amount=amount,
                 fee=0,
                 currency=currency,

@@ -15,13 +15,13 @@ from app.models import (
     DisputeCase,
     KeyMode,
     MoneyOutcome,
+    Payout,
+    PayoutStatus,
     Refund,
     RefundStatus,
     Transaction,
     TransactionStatus,
     Wallet,
-    Withdrawal,
-    WithdrawalStatus,
 )
 from app.services import ledger
 from tests.money import oracle as o
@@ -38,9 +38,9 @@ REFUND_STATES = {
     RefundStatus.REFUNDED: o.DONE,
     RefundStatus.FAILED: o.FAILED,
 }
-PAYOUT_STATES = {status: status.value.lower() for status in WithdrawalStatus}
+PAYOUT_STATES = {status: status.value.lower() for status in PayoutStatus}
 TO_PAYER = (MoneyOutcome.LOST, MoneyOutcome.CLOSED_WITHOUT_REFUND)
-PAYOUT_DEBITED = (WithdrawalStatus.APPROVED, WithdrawalStatus.PROCESSING)
+PAYOUT_DEBITED = (PayoutStatus.APPROVED, PayoutStatus.PROCESSING)
 PENDING_REASONS = {"charge_pending", "insufficient_funds"}
 
 
@@ -80,7 +80,7 @@ def observe() -> Observed:
     refunds = db.session.scalars(
         sa.select(Refund).where(Refund.mode == test, Refund.automatic.is_(False))
     ).all()
-    payouts = db.session.scalars(sa.select(Withdrawal).where(Withdrawal.mode == test)).all()
+    payouts = db.session.scalars(sa.select(Payout).where(Payout.mode == test)).all()
     paid = db.session.scalars(
         sa.select(Transaction).where(Transaction.mode == test, Transaction.paid_at.is_not(None))
     ).all()
@@ -97,9 +97,9 @@ def observe() -> Observed:
         money_in=sum(t.amount for t in paid),
         to_payers=sum(r.amount for r in refunds if r.status is RefundStatus.REFUNDED)
         + sum(c.held_amount for c in cases if c.money_outcome in TO_PAYER),
-        paid_out=sum(p.amount for p in payouts if p.status is WithdrawalStatus.COMPLETED),
+        paid_out=sum(p.amount for p in payouts if p.status is PayoutStatus.COMPLETED),
         fees=sum(t.provider_fee + t.platform_fee for t in paid)
-        + sum(p.fee for p in payouts if p.status in (*PAYOUT_DEBITED, WithdrawalStatus.COMPLETED))
+        + sum(p.fee for p in payouts if p.status in (*PAYOUT_DEBITED, PayoutStatus.COMPLETED))
         + sum(r.fee for r in refunds if refund_states[r.id] in (*funded, o.DONE)),
         in_flight=sum(r.amount for r in refunds if refund_states[r.id] in funded)
         + sum(p.amount for p in payouts if p.status in PAYOUT_DEBITED),

@@ -10,16 +10,16 @@ from app.extensions import db
 from app.models import (
     KeyMode,
     Origin,
+    PayoutStatus,
     Transaction,
     TransactionStatus,
-    WithdrawalStatus,
 )
 from app.services import overview
 from tests.support import factories
 from tests.support import ledger_rows as rows
 
 NOW = datetime(2026, 11, 23, 13, 0, tzinfo=UTC)  # Monday, after the Friday 20/11 holiday
-W = WithdrawalStatus
+W = PayoutStatus
 
 
 @pytest.fixture

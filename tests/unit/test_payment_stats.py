@@ -9,7 +9,7 @@ import pytest
 from app.business_days import SAO_PAULO
 from app.extensions import db
 from app.models import KeyMode, Origin, Transaction, TransactionStatus
-from app.services.payment_stats import payment_metrics, payment_stats, stats_window
+from app.services.transactions.payment_stats import payment_metrics, payment_stats, stats_window
 from tests.support import factories
 
 S = TransactionStatus

@@ -23,15 +23,16 @@ from app.models import (
     EndpointStatus,
     KeyMode,
     Origin,
+    Payout,
+    PayoutStatus,
+    PayoutType,
     RefundStatus,
     Transaction,
     TransactionStatus,
-    Withdrawal,
-    WithdrawalStatus,
-    WithdrawalType,
 )
-from app.services import payouts, transactions
+from app.services import payouts
 from app.services.state_machine import ILLEGAL_MOVE, StateMachine
+from app.services.transactions import lifecycle
 from tests.support import factories
 
 APP = Path(__file__).resolve().parents[2] / "app"
@@ -45,9 +46,13 @@ NOT_LIFECYCLE_STATUSES = frozenset(
 )
 
 MACHINES = {
-    "transaction": ("app.services.transactions", "TRANSACTION_MACHINE", TransactionStatus),
-    "payout": ("app.services.payouts", "PAYOUT_MACHINE", WithdrawalStatus),
-    "refund": ("app.services.refund_states", "REFUND_MACHINE", RefundStatus),
+    "transaction": (
+        "app.services.transactions.lifecycle",
+        "TRANSACTION_MACHINE",
+        TransactionStatus,
+    ),
+    "payout": ("app.services.payouts", "PAYOUT_MACHINE", PayoutStatus),
+    "refund": ("app.services.transactions.refund_states", "REFUND_MACHINE", RefundStatus),
     "dispute_case": ("app.services.disputes.cases", "CASE_MACHINE", DisputeStatus),
     "webhook_delivery": ("app.services.webhooks.delivery", "DELIVERY_MACHINE", DeliveryStatus),
     "webhook_endpoint": ("app.services.webhooks.endpoints", "ENDPOINT_MACHINE", EndpointStatus),
@@ -83,21 +88,21 @@ def test_a_transaction_row_refuses_an_illegal_move(app):
             currency="BRL",
             payment_methods=["PIX"],
         )
-        _assert_refused(paid, transactions.transition, TransactionStatus.PENDING)
+        _assert_refused(paid, lifecycle.transition, TransactionStatus.PENDING)
 
 
 def test_a_payout_row_refuses_an_illegal_move(app):
     with app.app_context():
-        completed = Withdrawal(
+        completed = Payout(
             account_id=factories.make_account(app),
             mode=KeyMode.TEST,
-            status=WithdrawalStatus.COMPLETED,
-            type=WithdrawalType.PIX,
+            status=PayoutStatus.COMPLETED,
+            type=PayoutType.PIX,
             amount=10_000,
             fee=0,
             currency="BRL",
         )
-        _assert_refused(completed, payouts._transition, WithdrawalStatus.PROCESSING)
+        _assert_refused(completed, payouts._transition, PayoutStatus.PROCESSING)
 
 
 def test_no_module_sets_a_status_but_the_state_machine():
@@ -112,7 +117,7 @@ def test_no_module_sets_a_status_but_the_state_machine():
 
 
 def _assert_refused(
-    row: Transaction | Withdrawal, transition: Callable[[Any, Any], None], to: enum.Enum
+    row: Transaction | Payout, transition: Callable[[Any, Any], None], to: enum.Enum
 ) -> None:
     db.session.add(row)
     db.session.flush()

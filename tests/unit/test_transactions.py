@@ -4,7 +4,7 @@ import pytest
 
 from app.extensions import db
 from app.models import Event, KeyMode, Origin, Transaction, TransactionStatus
-from app.services import transactions
+from app.services.transactions import lifecycle
 from tests.support import factories
 
 S = TransactionStatus
@@ -38,9 +38,9 @@ def test_each_move_records_the_contracts_events(app, path, expected):
         db.session.add(transaction)
         db.session.flush()
         for status in path[:-1]:
-            transactions.transition(transaction, status)
+            lifecycle.transition(transaction, status)
         earlier = set(db.session.scalars(db.select(Event.id)))
-        transactions.transition(transaction, path[-1])
+        lifecycle.transition(transaction, path[-1])
         recorded = [
             event.type for event in db.session.scalars(db.select(Event)) if event.id not in earlier
         ]

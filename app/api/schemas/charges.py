@@ -19,7 +19,8 @@ from app.api.schemas.fields import (
     Text,
 )
 from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUSES, ChargeSchema
-from app.services.charges import (
+from app.services.customers import E164
+from app.services.transactions.charges import (
     DEFAULT_LIST_LIMIT,
     MAX_AMOUNT,
     MAX_DESCRIPTION,
@@ -32,7 +33,6 @@ from app.services.charges import (
     Customer,
     NewCharge,
 )
-from app.services.customers import E164
 
 CHARGE_ID = f"^{CHARGE_ID_PREFIX}{UUID}$"
 METADATA_RULE = (

@@ -16,7 +16,6 @@ from app.api.schemas.fields import (
 from app.formats.charges import CHARGE_ID_PREFIX
 from app.formats.disputes import EvidenceSchema, MedCaseSchema
 from app.models import DisputeStatus, DisputeType
-from app.services.charges import MAX_AMOUNT
 from app.services.disputes.cases import (
     DECISIONS,
     EXTERNAL_ID,
@@ -32,6 +31,7 @@ from app.services.disputes.listing import (
     MAX_LIST_LIMIT,
     CaseQuery,
 )
+from app.services.transactions.charges import MAX_AMOUNT
 from app.storage import ALLOWED_TYPES, MAX_EVIDENCE_BYTES
 
 CASE_ID = f"^{CASE_PREFIX}{UUID}$"

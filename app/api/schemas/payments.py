@@ -18,9 +18,9 @@ from app.formats.payments import STATUSES, ListedPaymentSchema, RefundSchema
 from app.models import RefundStrategy
 from app.models.base import MAX_PAGE_OR_OFFSET
 from app.models.constants import PAYMENT_CURRENCY_CODE
-from app.services.charges import MAX_AMOUNT
-from app.services.payment_stats import MAX_DAYS
-from app.services.payments import (
+from app.services.transactions.charges import MAX_AMOUNT
+from app.services.transactions.payment_stats import MAX_DAYS
+from app.services.transactions.payments import (
     DEFAULT_PAGE_LIMIT,
     MAX_CUSTOMER_DOCUMENT,
     MAX_CUSTOMER_ID,
@@ -31,7 +31,7 @@ from app.services.payments import (
     SORTABLE,
     NewPayment,
 )
-from app.services.refunds import MAX_REASON, RefundOrder
+from app.services.transactions.refunds import MAX_REASON, RefundOrder
 
 # Letters and digits once the formatting (. - / and spaces) is removed; blank means none.
 CUSTOMER_DOCUMENT = r"^(?: *|[ ./-]*[A-Za-z0-9][A-Za-z0-9 ./-]*)$"

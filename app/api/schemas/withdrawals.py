@@ -12,7 +12,7 @@ from app.api.schemas.fields import (
     trimmed_text,
 )
 from app.formats.payouts import PayoutSchema
-from app.models import WithdrawalStatus, WithdrawalType
+from app.models import PayoutStatus, PayoutType
 from app.models.base import MAX_PAGE_OR_OFFSET
 from app.pix.keys import PixKeyType
 from app.services.payouts import (
@@ -64,7 +64,7 @@ class WithdrawalCreateSchema(ma.Schema):
         )
 
     type = ma.fields.String(
-        required=True, validate=ma.validate.OneOf([t.value for t in WithdrawalType])
+        required=True, validate=ma.validate.OneOf([t.value for t in PayoutType])
     )
     amount = ma.fields.Integer(
         required=True,
@@ -119,7 +119,7 @@ class WithdrawalCreateSchema(ma.Schema):
 class WithdrawalQuerySchema(QueryArgsSchema):
     page = QueryInteger(minimum=1, maximum=MAX_PAGE_OR_OFFSET, load_default=1)
     limit = QueryInteger(minimum=1, maximum=MAX_PAGE_LIMIT, load_default=DEFAULT_PAGE_LIMIT)
-    status = ma.fields.String(validate=ma.validate.OneOf([s.value for s in WithdrawalStatus]))
+    status = ma.fields.String(validate=ma.validate.OneOf([s.value for s in PayoutStatus]))
     mode = ma.fields.String(
         validate=ma.validate.OneOf(["live", "test"]),
         metadata={"description": "Only live or only test payouts; both when omitted."},

@@ -48,8 +48,7 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.queueing import enqueue_after_commit
-from app.services import audit, dispute_holds, ledger, locking, payments, refunds, transactions
-from app.services.charges import MAX_AMOUNT
+from app.services import audit, dispute_holds, ledger, locking
 from app.services.disputes.allowances import (
     NOT_OPEN,
     acceptability,
@@ -59,8 +58,10 @@ from app.services.disputes.allowances import (
 from app.services.disputes.listing import CASE_PREFIX, case_object, get_case
 from app.services.events import record_event
 from app.services.ledger import Line
-from app.services.refund_totals import refunded_total
 from app.services.state_machine import StateMachine
+from app.services.transactions import lifecycle, payments, refunds
+from app.services.transactions.charges import MAX_AMOUNT
+from app.services.transactions.refund_totals import refunded_total
 
 # A notification id from the dispute channel. The OpenAPI document publishes the pattern as
 # written (ECMA-262, anchored), so it is applied with `fullmatch`: Python's `$` alone would
@@ -120,7 +121,7 @@ def open_case(
 
     The transaction's row lock serialises notifications about it, so two deliveries of one
     notification at once open one case."""
-    transaction = transactions.lock(transaction_id)
+    transaction = lifecycle.lock(transaction_id)
     existing = db.session.scalar(
         sa.select(DisputeCase).where(
             DisputeCase.transaction_id == transaction.id,
@@ -173,7 +174,7 @@ def _hold(case: DisputeCase, transaction: Transaction, now: datetime) -> None:
     """The disputed amount leaves available for retained; the charge becomes disputed."""
     if case.held_amount:
         _post(case, HOLD, "Disputed amount held", LedgerAccount.AVAILABLE, LedgerAccount.RETAINED)
-    transactions.transition(transaction, _disputed_status(transaction, case), at=now)
+    lifecycle.transition(transaction, _disputed_status(transaction, case), at=now)
 
 
 def _check_disputable(transaction: Transaction) -> None:
@@ -286,7 +287,7 @@ def confirm_amount(case_id: str, amount: int, actor_user_id: str | None) -> Disp
         raise NotFound("No such dispute case.")
     if case.is_final or not case.under_review:
         raise Conflict("Only an undecided case under review can be confirmed.", code=NOT_OPEN)
-    transaction = transactions.lock(case.transaction_id)
+    transaction = lifecycle.lock(case.transaction_id)
     _check_disputable(transaction)
     unrefunded = transaction.amount - refunded_total(transaction)
     if not isinstance(amount, int) or not 0 < amount <= unrefunded:
@@ -308,7 +309,7 @@ def _finish(case: DisputeCase, status: DisputeStatus, outcome: MoneyOutcome) -> 
     now = utcnow()
     CASE_MACHINE.move(case, status)
     case.money_outcome, case.closed_at, case.updated_at = outcome, now, now
-    transaction = transactions.lock(case.transaction_id)
+    transaction = lifecycle.lock(case.transaction_id)
     won = outcome is MoneyOutcome.REFUNDED_TO_MERCHANT
     if case.held_amount and won:
         _post(case, RELEASE, "Dispute won, held amount returned", RETAINED, LedgerAccount.AVAILABLE)
@@ -330,9 +331,9 @@ def _restore(transaction: Transaction, now: datetime) -> None:
     completed meanwhile cover it; quietly, since no `charge.*` (or payment) event follows
     from a dispute."""
     settled = S_T.APPROVED if transaction.paid_with == payments.CARD else S_T.PAID
-    transactions.transition(transaction, settled, at=now, record_events=False)
+    lifecycle.transition(transaction, settled, at=now, record_events=False)
     if refunded_total(transaction) >= transaction.amount:
-        transactions.transition(transaction, S_T.REFUNDED, at=now, record_events=False)
+        lifecycle.transition(transaction, S_T.REFUNDED, at=now, record_events=False)
 
 
 # Shared steps
@@ -354,7 +355,7 @@ def _post(
 
 def _changed(case: DisputeCase, now: datetime) -> None:
     """A status change or evidence request: the charge's metadata and `med_case.updated`."""
-    _refresh_metadata(transactions.lock(case.transaction_id), case, now)
+    _refresh_metadata(lifecycle.lock(case.transaction_id), case, now)
     _record(case, "med_case.updated")
 
 
@@ -392,5 +393,5 @@ def _lock(case_id: str) -> DisputeCase | None:
     )
     if transaction_id is None:
         return None
-    transactions.lock(transaction_id)
+    lifecycle.lock(transaction_id)
     return locking.lock(DisputeCase, case_id)

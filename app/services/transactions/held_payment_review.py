@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from app.extensions import db
 from app.models import Account, ReceivedPix, ReceivedPixOutcome, Transaction, TransactionStatus
-from app.services import pix_payments
+from app.services.transactions import pix_payments
 
 DEFAULT_QUEUE_LIMIT = 100
 

@@ -11,8 +11,9 @@ from datetime import datetime
 from app.models import LedgerAccount, Transaction, TransactionStatus
 from app.providers import provider_named
 from app.providers.base import PaymentProvider, ProviderError
-from app.services import fees, ledger, releases, transactions
+from app.services import fees, ledger, releases
 from app.services.ledger import Line
+from app.services.transactions import lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def credit(
     )
     wallet = ledger.locked_wallet(transaction.account_id, transaction.mode, transaction.currency)
     releases.schedule(wallet, transaction.id, net, paid_at)
-    transactions.transition(transaction, status)
+    lifecycle.transition(transaction, status)
     provider = provider_named(transaction.provider, transaction.mode)
     try:
         withdraw_instructions(transaction, provider, keep=method)

@@ -47,8 +47,9 @@ from app.pix.documents import strip_formatting, tax_id_kind
 from app.providers import provider_named
 from app.providers.api_pix.mapping import refund_reference
 from app.providers.base import ProviderRefused
-from app.services import audit, charges, refund_states, settlement, transactions
-from app.services.transactions import AWAITING_PAYMENT
+from app.services import audit
+from app.services.transactions import charges, lifecycle, refund_states, settlement
+from app.services.transactions.lifecycle import AWAITING_PAYMENT
 
 log = logging.getLogger(__name__)
 Outcome = ReceivedPixOutcome
@@ -76,7 +77,7 @@ def receive(charge_id: str, pix: IncomingPix) -> ReceivedPix:
     seen = db.session.get(ReceivedPix, pix.end_to_end_id)
     if seen is not None:
         return seen
-    charge = transactions.lock(charge_id)
+    charge = lifecycle.lock(charge_id)
     seen = _already_received(pix.end_to_end_id)  # a twin may have committed while we waited
     if seen is not None:
         return seen
@@ -99,10 +100,10 @@ def receive(charge_id: str, pix: IncomingPix) -> ReceivedPix:
     if outcome is Outcome.CREDITED:
         _credit(charge, received)
     elif outcome is Outcome.HELD_FOR_REVIEW:
-        transactions.transition(charge, TransactionStatus.PROCESSING)
+        lifecycle.transition(charge, TransactionStatus.PROCESSING)
     elif outcome is Outcome.RETURNED_PAYER_MISMATCH:
         _return(charge, received, "The payer's document differs from expected_payer_tax_id.")
-        transactions.transition(charge, TransactionStatus.REFUNDED)
+        lifecycle.transition(charge, TransactionStatus.REFUNDED)
     elif outcome in (Outcome.RETURNED_AFTER_EXPIRY, Outcome.RETURNED_NOT_PAYABLE):
         _return(charge, received, f"The charge was {charge.status} when the Pix arrived.")
     elif outcome is Outcome.REFUSED_AMOUNT and charge.mode is KeyMode.LIVE:
@@ -142,7 +143,7 @@ def _held(charge: Transaction) -> ReceivedPix | None:
 
 def release_held(charge_id: str, actor_user_id: str) -> Transaction:
     """Review passed: the held Pix is credited and the charge becomes paid."""
-    charge = transactions.lock(charge_id)
+    charge = lifecycle.lock(charge_id)
     held = held_payment(charge)
     held.outcome = Outcome.CREDITED
     _credit(charge, held)
@@ -155,13 +156,13 @@ def return_held(charge_id: str, actor_user_id: str) -> Refund:
     409 `refund_window_expired`, nothing changed, when it was received over 90 days ago.
     Returns the return itself, whose status says whether the payer has the money yet; a
     provider that refuses it is 422 `return_refused` (roll back: the Pix stays held)."""
-    charge = transactions.lock(charge_id)
+    charge = lifecycle.lock(charge_id)
     held = _returnable(held_payment(charge))
     held.outcome = Outcome.RETURNED_AFTER_REVIEW
     returned = _held_return(
         charge, held, "Returned after manual review: the payer could not be confirmed."
     )
-    transactions.transition(charge, TransactionStatus.REFUNDED)
+    lifecycle.transition(charge, TransactionStatus.REFUNDED)
     _audit(charge, actor_user_id, "charge.review_returned", held)
     return returned
 

@@ -1,5 +1,9 @@
-"""Payouts (wire name: withdrawals): money leaving a wallet to a Pix key, a bank account or a
-crypto address, after approval. The fee is fixed at creation and stored here."""
+"""Payouts: money leaving a wallet to a Pix key, a bank account or a crypto address, after
+approval. The fee is fixed at creation and stored here.
+
+The code says payout everywhere; `withdrawals` survives only where others read it: the wire
+(`/v1/withdrawals`, `withdrawal.*` events, error codes) and the table name, which stored rows,
+migrations and stored events' `subject_type` already use."""
 
 import enum
 from datetime import datetime
@@ -12,7 +16,7 @@ from app.models.api_key import KeyMode
 from app.models.base import JSONType, UTCDateTime, new_id, utcnow
 
 
-class WithdrawalStatus(enum.StrEnum):
+class PayoutStatus(enum.StrEnum):
     PENDING = "PENDING"
     APPROVED = "APPROVED"
     PROCESSING = "PROCESSING"
@@ -22,13 +26,13 @@ class WithdrawalStatus(enum.StrEnum):
     CANCELLED = "CANCELLED"
 
 
-class WithdrawalType(enum.StrEnum):
+class PayoutType(enum.StrEnum):
     PIX = "PIX"
     TED = "TED"
     CRYPTO = "CRYPTO"
 
 
-class Withdrawal(db.Model):
+class Payout(db.Model):
     __tablename__ = "withdrawals"
     __table_args__ = (
         sa.CheckConstraint("amount > 0", name="amount_positive"),
@@ -39,12 +43,10 @@ class Withdrawal(db.Model):
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"))
     mode: Mapped[KeyMode] = mapped_column(sa.Enum(KeyMode, native_enum=False, length=8))
-    status: Mapped[WithdrawalStatus] = mapped_column(
-        sa.Enum(WithdrawalStatus, native_enum=False, length=16)
+    status: Mapped[PayoutStatus] = mapped_column(
+        sa.Enum(PayoutStatus, native_enum=False, length=16)
     )
-    type: Mapped[WithdrawalType] = mapped_column(
-        sa.Enum(WithdrawalType, native_enum=False, length=8)
-    )
+    type: Mapped[PayoutType] = mapped_column(sa.Enum(PayoutType, native_enum=False, length=8))
     amount: Mapped[int] = mapped_column(sa.BigInteger)
     fee: Mapped[int] = mapped_column(sa.BigInteger)
     currency: Mapped[str] = mapped_column(sa.String(8))

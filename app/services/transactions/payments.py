@@ -35,10 +35,11 @@ from app.providers.base import (
     ProviderStatus,
 )
 from app.queueing import enqueue_after_commit
-from app.services import charges, customers, fraud, pix_payments, settlement, transactions
+from app.services import customers
 from app.services.allowances import ALLOWED, Allowance, refused
 from app.services.events import record_event
 from app.services.paging import paged
+from app.services.transactions import charges, fraud, lifecycle, pix_payments, settlement
 from app.services.webhooks import endpoints as webhook_endpoints
 from app.services.webhooks import relay as webhook_relay
 
@@ -170,7 +171,7 @@ def finalise(transaction_id: str) -> Transaction:
     whose window elapsed before it could be finalised expires instead. On a refusal the
     instructions already issued are withdrawn and cleared. A ProviderError of unknown outcome
     (a timeout) propagates: the payment stays PENDING and the sweep asks again."""
-    payment = charges.expire_if_due(transactions.lock(transaction_id))
+    payment = charges.expire_if_due(lifecycle.lock(transaction_id))
     if payment.status is not S.PENDING:
         return payment
     provider = provider_named(payment.provider, payment.mode)
@@ -184,11 +185,11 @@ def finalise(transaction_id: str) -> Transaction:
             **payment.metadata_,
             "failure": charges.failure(error.message, error.code),
         }
-        transactions.transition(payment, S.REFUSED)
+        lifecycle.transition(payment, S.REFUSED)
         return payment
     payment.expires_at = max(deadlines)
     payment.finalised_at = utcnow()
-    transactions.transition(payment, S.WAITING_PAYMENT)
+    lifecycle.transition(payment, S.WAITING_PAYMENT)
     return payment
 
 
@@ -211,7 +212,7 @@ def unfinalised(now: datetime | None = None, limit: int = 100) -> list[str]:
 
 def get_payment(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
     """A transaction by raw, `tx_` or `ch_` id in the caller's account and mode."""
-    found = transactions.find(account_id, mode, _raw(payment_id))
+    found = lifecycle.find(account_id, mode, _raw(payment_id))
     return charges.expire_if_due(found)
 
 
@@ -295,7 +296,7 @@ def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
     to its payer. A settled transaction is refunded, not cancelled. The instructions are
     withdrawn before any money is returned, so a refusal there returns nothing; a held Pix
     has used its Pix instructions (the cob is paid), so only the others are withdrawn."""
-    payment = transactions.lock(get_payment(account_id, mode, payment_id).id)
+    payment = lifecycle.lock(get_payment(account_id, mode, payment_id).id)
     cancellability(payment).require()
     held = pix_payments.returnable_held(payment)
     provider = provider_named(payment.provider, payment.mode)
@@ -335,7 +336,7 @@ def mark_cancelled(payment: Transaction, reason: str) -> None:
     """Move a locked payment whose instructions are already withdrawn to CANCELLED, `reason`
     in `metadata.failure`; the move records the events every cancellation sends."""
     payment.metadata_ = {**payment.metadata_, "failure": charges.failure(reason, "canceled")}
-    transactions.transition(payment, S.CANCELLED)
+    lifecycle.transition(payment, S.CANCELLED)
 
 
 def settle(
@@ -345,13 +346,13 @@ def settle(
     `pix_payments.receive`). Cards pass through PROCESSING (authorisation) and end APPROVED,
     or REFUSED when the issuer declines; the other methods end PAID."""
     if method == CARD:
-        transactions.transition(payment, S.PROCESSING)
+        lifecycle.transition(payment, S.PROCESSING)
         if not approved:
             payment.metadata_ = {
                 **payment.metadata_,
                 "failure": charges.failure("The card issuer declined the payment.", "declined"),
             }
-            transactions.transition(payment, S.REFUSED)
+            lifecycle.transition(payment, S.REFUSED)
             return payment
     settlement.credit(
         payment,
@@ -370,7 +371,7 @@ def resend_webhook(account_id: str, mode: KeyMode, payment_id: str) -> dict:
     payment = get_payment(account_id, mode, payment_id)
     heard = [
         event_type
-        for event_type in transactions.EVENTS_ON_ENTRY.get(payment.status, ())
+        for event_type in lifecycle.EVENTS_ON_ENTRY.get(payment.status, ())
         if event_type.startswith(webhook_relay.TRANSACTION_EVENT_PREFIX)
         and webhook_relay.has_listener(payment, event_type)
     ]

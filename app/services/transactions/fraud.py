@@ -19,7 +19,7 @@ from flask import current_app
 from app.errors import PermissionDenied
 from app.extensions import db
 from app.models import KeyMode, Transaction
-from app.services.transactions import AWAITING_PAYMENT
+from app.services.transactions.lifecycle import AWAITING_PAYMENT
 
 CUSTOMER_VELOCITY = "fraud.customer_velocity_exceeded"
 ACCOUNT_VELOCITY = "fraud.account_velocity_exceeded"

@@ -62,20 +62,12 @@ from app.providers.base import (
 )
 from app.queueing import enqueue_after_commit
 from app.retries import backoff
-from app.services import (
-    dispute_holds,
-    fees,
-    ledger,
-    locking,
-    payments,
-    pix_payments,
-    refund_states,
-    transactions,
-)
+from app.services import dispute_holds, fees, ledger, locking
 from app.services.allowances import ALLOWED, Allowance, refused
 from app.services.events import record_event
 from app.services.ledger import Line
-from app.services.refund_totals import refunded_total, reserved_total
+from app.services.transactions import lifecycle, payments, pix_payments, refund_states
+from app.services.transactions.refund_totals import refunded_total, reserved_total
 
 log = logging.getLogger(__name__)
 S = TransactionStatus
@@ -158,7 +150,7 @@ def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: Refun
     """Reserve the refund and fund it now, or let it wait for money; with a clear code when
     it cannot be: 409 for the payment's state, 400 for the request, 422 for the provider
     (never for lack of funds)."""
-    payment = transactions.lock(payments.get_payment(account_id, mode, payment_id).id)
+    payment = lifecycle.lock(payments.get_payment(account_id, mode, payment_id).id)
     refundable = refundability(payment)
     refundable.require()
     provider = provider_named(payment.provider, payment.mode)
@@ -523,7 +515,7 @@ def _complete(refund: Refund, payment: Transaction) -> None:
     total = refunded_total(payment)
     details = refund_event_data(refund, total)
     if total >= payment.amount and payment.status in SETTLED_STATUSES:
-        transactions.transition(payment, S.REFUNDED, at=now, event_details=details)
+        lifecycle.transition(payment, S.REFUNDED, at=now, event_details=details)
         return
     record_event(
         payment.account_id,
@@ -583,5 +575,5 @@ def _lock(refund_id: str) -> tuple[Refund | None, Transaction | None]:
     )
     if transaction_id is None:
         return None, None
-    payment = transactions.lock(transaction_id)
+    payment = lifecycle.lock(transaction_id)
     return locking.lock(Refund, refund_id), payment

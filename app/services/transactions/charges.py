@@ -24,9 +24,10 @@ from app.providers.base import (
     ProviderError,
     ProviderRefused,
 )
-from app.services import customers, fraud, transactions
+from app.services import customers
 from app.services.allowances import ALLOWED, Allowance, refused
-from app.services.transactions import AWAITING_PAYMENT
+from app.services.transactions import fraud, lifecycle
+from app.services.transactions.lifecycle import AWAITING_PAYMENT
 
 PIX = "PIX"
 PIX_CURRENCY = "BRL"
@@ -116,7 +117,7 @@ def create_charge(
     except ProviderRefused as error:
         charge.provider = provider.name
         charge.metadata_ = {**charge.metadata_, "failure": failure(error.message, error.code)}
-        transactions.transition(charge, TransactionStatus.REFUSED)
+        lifecycle.transition(charge, TransactionStatus.REFUSED)
         return charge
     except ProviderError as error:
         raise ServiceUnavailable(
@@ -127,7 +128,7 @@ def create_charge(
     apply_pix(charge, pix)
     charge.expires_at = pix.expires_at
     charge.finalised_at = now
-    transactions.transition(charge, TransactionStatus.WAITING_PAYMENT)
+    lifecycle.transition(charge, TransactionStatus.WAITING_PAYMENT)
     return charge
 
 
@@ -169,7 +170,7 @@ def apply_pix(transaction: Transaction, pix: PixCharge) -> None:
 
 def get_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:
     """A charge by `ch_` id or raw id, in the caller's account and mode; expired on read."""
-    charge = transactions.find(account_id, mode, raw_id(charge_id))
+    charge = lifecycle.find(account_id, mode, raw_id(charge_id))
     return expire_if_due(charge)
 
 
@@ -252,7 +253,7 @@ def expire_if_due(charge: Transaction, now: datetime | None = None) -> Transacti
     now = now or utcnow()
     if not _is_overdue(charge, now):
         return charge
-    locked = transactions.lock(charge.id)
+    locked = lifecycle.lock(charge.id)
     if _is_overdue(locked, now):
         _expire(locked, now)
     return locked
@@ -308,7 +309,7 @@ def _expire(charge: Transaction, now: datetime) -> None:
             at=now,
         ),
     }
-    transactions.transition(charge, TransactionStatus.EXPIRED, at=now)
+    lifecycle.transition(charge, TransactionStatus.EXPIRED, at=now)
 
 
 def _cursor_charge(account_id: str, mode: KeyMode, cursor: str) -> Transaction:

@@ -16,7 +16,7 @@ from app.methods import boleto
 from app.models import Account, KeyMode, Refund, RefundStatus, Transaction
 from app.pdf import PdfDocument
 from app.pix import documents
-from app.services import payments
+from app.services.transactions import payments
 from app.templating import local_datetime, money
 
 PDF = "application/pdf"

@@ -26,7 +26,7 @@ from app.config import PAYMENT_METHODS
 from app.extensions import db
 from app.models import DISPUTED_STATUSES, KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
-from app.services.payments import offers
+from app.services.transactions.payments import offers
 
 MAX_DAYS = 3660
 DAILY_POINTS = 366  # dailyVolume keeps the most recent days only
