@@ -24,6 +24,7 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 
 from app.business_days import SAO_PAULO
+from app.methods import is_digits
 
 BASE_DATE = date(1997, 10, 7)
 MIN_FACTOR = 1000
@@ -33,10 +34,6 @@ LINE_LENGTH = 47
 FREE_FIELD_LENGTH = 25
 MAX_AMOUNT_CENTS = 10**10 - 1
 _LINE_SEPARATORS = re.compile(r"[ .]")
-
-
-def _is_digits(text: object, length: int) -> bool:
-    return isinstance(text, str) and len(text) == length and text.isascii() and text.isdigit()
 
 
 def _mod10(digits: str) -> str:
@@ -94,11 +91,11 @@ def barcode(
     bank_code: str, amount_cents: int, due: date, free_field: str, currency_code: str = "9"
 ) -> str:
     """The 44-digit barcode for a boleto; `free_field` is the bank's own 25 digits."""
-    if not _is_digits(bank_code, 3):
+    if not is_digits(bank_code, 3):
         raise ValueError("bank code must be 3 digits")
-    if not _is_digits(currency_code, 1):
+    if not is_digits(currency_code, 1):
         raise ValueError("currency code must be 1 digit")
-    if not _is_digits(free_field, FREE_FIELD_LENGTH):
+    if not is_digits(free_field, FREE_FIELD_LENGTH):
         raise ValueError(f"free field must be {FREE_FIELD_LENGTH} digits")
     if not 0 < amount_cents <= MAX_AMOUNT_CENTS:
         raise ValueError(f"amount must be 1..{MAX_AMOUNT_CENTS} centavos")
@@ -108,7 +105,7 @@ def barcode(
 
 def is_valid_barcode(code: object) -> bool:
     """Whether `code` is 44 digits whose general check digit is right."""
-    return _is_digits(code, BARCODE_LENGTH) and code[4] == _general_dv(code)
+    return is_digits(code, BARCODE_LENGTH) and code[4] == _general_dv(code)
 
 
 def digitable_line(barcode: str) -> str:
@@ -131,7 +128,7 @@ def _unchecked_barcode(digits: str) -> str:
 def is_valid_line(line: str) -> bool:
     """Whether `line` (digits only or printed layout) has all four check digits right."""
     digits = _line_digits(line)
-    if not _is_digits(digits, LINE_LENGTH):
+    if not is_digits(digits, LINE_LENGTH):
         return False
     fields_ok = all(
         digits[end] == _mod10(digits[start:end]) for start, end in ((0, 9), (10, 20), (21, 31))
@@ -148,7 +145,7 @@ def barcode_from_line(line: str) -> str:
 
 def formatted_line(line: str) -> str:
     """The printed layout `AAAAA.AAAAA BBBBB.BBBBBB CCCCC.CCCCCC D EEEEEEEEEEEEEE`."""
-    if not _is_digits(line, LINE_LENGTH):
+    if not is_digits(line, LINE_LENGTH):
         raise ValueError(f"line must be {LINE_LENGTH} digits")
     return (
         f"{line[0:5]}.{line[5:10]} {line[10:15]}.{line[15:21]} "

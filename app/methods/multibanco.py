@@ -11,20 +11,18 @@ implementations use (51, 73, 17, ..., 30, 3) is just 10^21..10^2 mod 97, i.e. th
 
 import hashlib
 
+from app.methods import is_digits
+
 SANDBOX_ENTITY = "12345"
 REFERENCE_LENGTH = 9
 ID_LENGTH = 7
 MAX_AMOUNT_CENTS = 10**8 - 1  # 999 999.99 EUR: the 8 digits the check covers
 
 
-def _is_digits(text: object, length: int) -> bool:
-    return isinstance(text, str) and len(text) == length and text.isascii() and text.isdigit()
-
-
 def _check_digits(entity: str, reference_id: str, amount_cents: int) -> str:
-    if not _is_digits(entity, 5):
+    if not is_digits(entity, 5):
         raise ValueError("entity must be 5 digits")
-    if not _is_digits(reference_id, ID_LENGTH):
+    if not is_digits(reference_id, ID_LENGTH):
         raise ValueError(f"reference id must be {ID_LENGTH} digits")
     if not 0 < amount_cents <= MAX_AMOUNT_CENTS:
         raise ValueError(f"amount must be 1..{MAX_AMOUNT_CENTS} cents")
@@ -40,7 +38,7 @@ def reference(entity: str, sub_entity_and_id: str, amount_cents: int) -> str:
 def is_valid_reference(entity: str, reference: str, amount_cents: int) -> bool:
     """Whether `reference` (spaces allowed) pays `amount_cents` to `entity`."""
     digits = reference.replace(" ", "") if isinstance(reference, str) else reference
-    if not _is_digits(digits, REFERENCE_LENGTH):
+    if not is_digits(digits, REFERENCE_LENGTH):
         return False
     try:
         return digits[ID_LENGTH:] == _check_digits(entity, digits[:ID_LENGTH], amount_cents)
@@ -50,7 +48,7 @@ def is_valid_reference(entity: str, reference: str, amount_cents: int) -> bool:
 
 def formatted_reference(reference: str) -> str:
     """The reference as printed on vouchers and ATMs: `123 456 789`."""
-    if not _is_digits(reference, REFERENCE_LENGTH):
+    if not is_digits(reference, REFERENCE_LENGTH):
         raise ValueError(f"reference must be {REFERENCE_LENGTH} digits")
     return f"{reference[0:3]} {reference[3:6]} {reference[6:9]}"
 

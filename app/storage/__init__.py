@@ -55,7 +55,6 @@ class EvidenceStorage(ABC):
     requests or accounts. Keys are relative paths such as `evidence/med_<id>/<evidence id>`
     made of letters, digits, `.`, `_`, `-` and `/`; any other key raises ValueError."""
 
-    @abstractmethod
     def upload_address(
         self,
         key: str,
@@ -64,7 +63,21 @@ class EvidenceStorage(ABC):
         expires_in: int = UPLOAD_LIFETIME_SECONDS,
     ) -> UploadTicket:
         """A signed PUT for exactly this type (one of ALLOWED_TYPES) and this byte length
-        (1..MAX_EVIDENCE_BYTES); ValueError for anything else."""
+        (1..MAX_EVIDENCE_BYTES); ValueError for anything else. Every backend checks the same
+        way here, then signs its own way."""
+        check_key(key)
+        check_upload(content_type, content_length)
+        return UploadTicket(
+            url=self.signed_put_url(key, content_type, content_length, expires_in),
+            headers=upload_headers(content_type, content_length),
+            expires_in=expires_in,
+        )
+
+    @abstractmethod
+    def signed_put_url(
+        self, key: str, content_type: str, content_length: int, expires_in: int
+    ) -> str:
+        """The address `upload_address` hands out, for a key and upload already checked."""
 
     @abstractmethod
     def view_address(self, key: str, expires_in: int = VIEW_LIFETIME_SECONDS) -> str:
@@ -89,6 +102,11 @@ class EvidenceStorage(ABC):
     @abstractmethod
     def healthy(self) -> bool:
         """Whether uploads can be stored right now."""
+
+
+def upload_headers(content_type: str, content_length: int) -> dict[str, str]:
+    """The headers an upload must send, as signed: exactly this type and this length."""
+    return {"Content-Type": content_type, "Content-Length": str(content_length)}
 
 
 def check_upload(content_type: str, content_length: int) -> None:

@@ -26,13 +26,10 @@ from flask import Flask
 from app.storage import (
     ALLOWED_TYPES,
     TYPE_HEAD_BYTES,
-    UPLOAD_LIFETIME_SECONDS,
     VIEW_LIFETIME_SECONDS,
     EvidenceStorage,
     StorageUnavailable,
-    UploadTicket,
     check_key,
-    check_upload,
 )
 from app.storage.signing import Grant, verify
 
@@ -72,15 +69,9 @@ class LocalEvidenceStorage(EvidenceStorage):
 
     # The EvidenceStorage interface
 
-    def upload_address(
-        self,
-        key: str,
-        content_type: str,
-        content_length: int,
-        expires_in: int = UPLOAD_LIFETIME_SECONDS,
-    ) -> UploadTicket:
-        check_key(key)
-        check_upload(content_type, content_length)
+    def signed_put_url(
+        self, key: str, content_type: str, content_length: int, expires_in: int
+    ) -> str:
         grant = Grant(
             method="PUT",
             key=key,
@@ -88,11 +79,7 @@ class LocalEvidenceStorage(EvidenceStorage):
             content_type=content_type,
             content_length=content_length,
         )
-        return UploadTicket(
-            url=self.address(grant),
-            headers={"Content-Type": content_type, "Content-Length": str(content_length)},
-            expires_in=expires_in,
-        )
+        return self.address(grant)
 
     def view_address(self, key: str, expires_in: int = VIEW_LIFETIME_SECONDS) -> str:
         check_key(key)

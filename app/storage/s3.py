@@ -33,13 +33,11 @@ from flask import Flask
 
 from app.storage import (
     TYPE_HEAD_BYTES,
-    UPLOAD_LIFETIME_SECONDS,
     VIEW_LIFETIME_SECONDS,
     EvidenceStorage,
     StorageUnavailable,
-    UploadTicket,
     check_key,
-    check_upload,
+    upload_headers,
 )
 
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -239,21 +237,11 @@ class S3EvidenceStorage(EvidenceStorage):
 
     # The EvidenceStorage interface
 
-    def upload_address(
-        self,
-        key: str,
-        content_type: str,
-        content_length: int,
-        expires_in: int = UPLOAD_LIFETIME_SECONDS,
-    ) -> UploadTicket:
-        check_key(key)
-        check_upload(content_type, content_length)
-        headers = {"Content-Type": content_type, "Content-Length": str(content_length)}
-        return UploadTicket(
-            url=self.presigned_url("PUT", key, expires_in, headers),
-            headers=headers,
-            expires_in=expires_in,
-        )
+    def signed_put_url(
+        self, key: str, content_type: str, content_length: int, expires_in: int
+    ) -> str:
+        headers = upload_headers(content_type, content_length)
+        return self.presigned_url("PUT", key, expires_in, headers)
 
     def view_address(self, key: str, expires_in: int = VIEW_LIFETIME_SECONDS) -> str:
         return self.presigned_url("GET", check_key(key), expires_in)

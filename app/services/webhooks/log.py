@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from app.extensions import db
 from app.models import DeliveryStatus, KeyMode, WebhookDelivery
 from app.services import tenancy
+from app.services.paging import window
 
 LOG_ORDER = (WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())  # newest first
 
@@ -25,17 +26,9 @@ def list_deliveries(
 ) -> tuple[list[WebhookDelivery], int]:
     """The delivery log, newest first, and how many match."""
     conditions = _log_conditions(account_id, mode, status, event_type, endpoint_id)
-    total = db.session.scalar(
-        sa.select(sa.func.count()).select_from(WebhookDelivery).where(*conditions)
-    )
-    rows = db.session.scalars(
-        sa.select(WebhookDelivery)
-        .where(*conditions)
-        .order_by(*LOG_ORDER)
-        .offset(offset)
-        .limit(limit)
-    ).all()
-    return list(rows), total
+    log = sa.select(WebhookDelivery).where(*conditions).order_by(*LOG_ORDER)
+    found = window(log, offset, limit)
+    return found.rows, found.total
 
 
 def delivery_rows(
