@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from app.extensions import WEBHOOK_QUEUE
 from app.pix import brcode
 from tests.faults.processes import ROOT
 from tests.support.charges import charge_body
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.slow
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")  # seed, budget, phases, checks
 FUZZ_SECONDS = 1_200  # a generous bound on the whole run, never reached on a healthy stack
+DRAIN_SECONDS = 600  # the deliveries still queued when it ends, at a few per second on SQLite
 DEAD_ENDPOINT = "http://127.0.0.1:9/fuzzed"  # nothing listens on the discard port
 OWNER_PASSWORD = "fuzzing-owner-password"
 STAFF_PASSWORD = "fuzzing-staff-password"
@@ -245,6 +247,13 @@ def test_the_deployed_stack_answers_every_fuzzed_request_as_documented(deployed,
         made = {kind: count - fuzzed.baseline[kind] for kind, count in fuzzed.counts().items()}
     finally:
         fuzzed.remove_endpoints()
+        # The deliveries queued for them still run (as no-ops): let the webhook workers finish
+        # them, so the next test's delivery does not wait behind the fuzzer's.
+        deployed.wait_for(
+            lambda: deployed.queued(WEBHOOK_QUEUE) == 0,
+            DRAIN_SECONDS,
+            "the webhook queue to drain after fuzzing",
+        )
     with capsys.disabled():  # in the test output whether it passes or not
         print(f"\nSchemathesis on the deployed stack:\n{run.stdout[-3_000:]}")
         print("Objects the fuzzer's valid requests created, by kind:", made)

@@ -190,7 +190,7 @@ SEEDED_PARAMETERS = {
     "evidence_id": "evidence_id",
     "endpoint_id": "endpoint_id",
     "delivery_id": "delivery_id",
-    "withdrawal_id": "withdrawal_id",
+    "withdrawal_id": "payout_id",
     "key_id": "key_id",
 }
 WEBHOOK_URL = "http://127.0.0.1:9/fuzzed"  # never called: no worker runs the deliveries

@@ -37,6 +37,7 @@ import pytest
 import requests
 from psycopg import sql
 from redis import Redis
+from rq import Queue
 
 from app.embedded_redis import EmbeddedRedis
 from tests.faults.processes import ROOT, process_environment, start_procfile_command
@@ -124,6 +125,11 @@ class DeployedStack:
         test API key."""
         printed = self.run(f"flask --app wsgi accounts create {shlex.quote(name)} --test-key")
         return dict(line.split("=", 1) for line in printed.split())["test_api_key"]
+
+    def queued(self, queue_name: str) -> int:
+        """How many jobs wait on one of the stack's RQ queues."""
+        with Redis.from_url(self.redis_url) as redis:
+            return Queue(queue_name, connection=redis).count
 
     def wait_for(self, predicate: Callable[[], T], timeout: float, what: str) -> T:
         """`wait_for`, failing with every process's log: what the stack did meanwhile."""
