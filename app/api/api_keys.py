@@ -1,7 +1,5 @@
 """API keys over the API (JWT): list, issue, rotate, revoke for the caller's account."""
 
-from flask.views import MethodView
-
 from app.api.schemas.api_keys import (
     ApiKeyCreateSchema,
     ApiKeyListSchema,
@@ -9,7 +7,7 @@ from app.api.schemas.api_keys import (
     IssuedApiKeySchema,
     RevokedSchema,
 )
-from app.api.security import JWT_SECURITY, current_membership, require_jwt
+from app.api.security import JwtView, current_membership
 from app.extensions import Blueprint, db
 from app.models import KeyMode
 from app.services import api_keys
@@ -18,10 +16,7 @@ blp = Blueprint("api_keys", __name__, url_prefix="/v1/api-keys", description="AP
 
 
 @blp.route("")
-class ApiKeys(MethodView):
-    decorators = [require_jwt]
-
-    @blp.doc(security=JWT_SECURITY)
+class ApiKeys(JwtView):
     @blp.response(200, ApiKeyListSchema)
     @blp.errors(401)
     def get(self):
@@ -32,7 +27,6 @@ class ApiKeys(MethodView):
             "access": {"canManage": membership.can_manage_api_keys},
         }
 
-    @blp.doc(security=JWT_SECURITY)
     @blp.arguments(ApiKeyCreateSchema, required=False)
     @blp.response(201, IssuedApiKeySchema)
     @blp.errors(401, 403)
@@ -45,10 +39,7 @@ class ApiKeys(MethodView):
 
 
 @blp.route("/<key_id>/rotate")
-class ApiKeyRotation(MethodView):
-    decorators = [require_jwt]
-
-    @blp.doc(security=JWT_SECURITY)
+class ApiKeyRotation(JwtView):
     @blp.arguments(ApiKeyRotateSchema, required=False)
     @blp.response(201, IssuedApiKeySchema)
     @blp.errors(401, 403, 404)
@@ -60,10 +51,7 @@ class ApiKeyRotation(MethodView):
 
 
 @blp.route("/<key_id>")
-class ApiKeyById(MethodView):
-    decorators = [require_jwt]
-
-    @blp.doc(security=JWT_SECURITY)
+class ApiKeyById(JwtView):
     @blp.response(200, RevokedSchema)
     @blp.errors(401, 403, 404)
     def delete(self, key_id):

@@ -4,7 +4,7 @@ from flask import g, request
 from flask.views import MethodView
 
 from app.api.schemas.auth import LoginSchema, TokenSchema
-from app.api.security import JWT_SECURITY, require_jwt
+from app.api.security import JwtView
 from app.extensions import Blueprint, db
 from app.models.base import utcnow
 from app.services import auth, login_throttle
@@ -38,10 +38,7 @@ class Login(MethodView):
 
 
 @blp.route("/logout")
-class Logout(MethodView):
-    decorators = [require_jwt]
-
-    @blp.doc(security=JWT_SECURITY)
+class Logout(JwtView):
     @blp.response(204)
     @blp.errors(401)
     def post(self):

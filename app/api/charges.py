@@ -7,7 +7,9 @@ import marshmallow as ma
 from flask import Response, g
 from flask.views import MethodView
 
+from app.api.caller import committed_for_caller, sandbox_mode
 from app.api.idempotency import IDEMPOTENCY_HEADER, idempotent
+from app.api.pages import cursor_page
 from app.api.schemas.charges import (
     ChargeCreateSchema,
     ChargeListSchema,
@@ -20,7 +22,7 @@ from app.errors import NotFound
 from app.extensions import Blueprint, db
 from app.formats.charges import ChargeSchema
 from app.formats.locations import location_payload
-from app.models import Account, KeyMode
+from app.models import Account
 from app.pix import locations, qr
 from app.services import simulated_payer
 from app.services.transactions import charges
@@ -67,12 +69,7 @@ class Charges(ApiKeyView):
         """List charges, newest first, with cursor pagination."""
         page = charges.list_charges(g.account_id, g.api_key.mode, ChargeQuery(**query))
         db.session.commit()  # charges found expired on read
-        return {
-            "object": "list",
-            "data": page.data,
-            "has_more": page.has_more,
-            "next_cursor": page.next_cursor,
-        }
+        return cursor_page(page, page.data)
 
 
 @blp.route("/<charge_id>")
@@ -81,9 +78,7 @@ class ChargeById(ApiKeyView):
     @blp.errors(401, 404)
     def get(self, charge_id):
         """Read a charge by its ch_ id or raw id."""
-        charge = charges.get_charge(g.account_id, g.api_key.mode, charge_id)
-        db.session.commit()
-        return charge
+        return committed_for_caller(charges.get_charge, charge_id)
 
 
 @pix_blp.route("/charges")
@@ -153,9 +148,7 @@ class SandboxPayment(ApiKeyView):
     @sandbox_blp.errors(400, 401, 404)
     def post(self, payment, charge_id):
         """Simulate the payer's bank paying a test-mode charge (test-mode keys only)."""
-        if g.api_key.mode is not KeyMode.TEST:
-            raise NotFound("No such charge.")
-        charge = charges.get_charge(g.account_id, KeyMode.TEST, charge_id)
+        charge = charges.get_charge(g.account_id, sandbox_mode("No such charge."), charge_id)
         simulated_payer.simulate_payment(charge, **payment)
         db.session.commit()
         return charge

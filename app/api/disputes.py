@@ -8,6 +8,8 @@ A caller only ever sees its own cases: every id outside its account and mode is 
 import marshmallow as ma
 from flask import g
 
+from app.api.caller import committed_for_caller, sandbox_mode
+from app.api.pages import cursor_page
 from app.api.schemas.disputes import (
     AppealSchema,
     CaseListSchema,
@@ -18,7 +20,6 @@ from app.api.schemas.disputes import (
     SandboxDisputeSchema,
 )
 from app.api.security import ApiKeyView
-from app.errors import NotFound
 from app.extensions import Blueprint, db
 from app.formats.disputes import (
     EvidenceSchema,
@@ -55,12 +56,7 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
             """List your dispute cases, newest first, with cursor pagination."""
             page = listing.list_cases(g.account_id, g.api_key.mode, query)
             counts = listing.evidence_counts([case.id for case in page.data])
-            return {
-                "object": "list",
-                "data": [med_case_fields(case, counts[case.id]) for case in page.data],
-                "has_more": page.has_more,
-                "next_cursor": page.next_cursor,
-            }
+            return cursor_page(page, [med_case_fields(case, counts[case.id]) for case in page.data])
 
     @blp.route("/<case_id>")
     class CaseById(ApiKeyView):
@@ -77,9 +73,7 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
         @blp.errors(400, 401, 404)
         def post(self, body, case_id):
             """Contest an open case (reason 5-2000 characters); the amount stays held."""
-            case = cases.appeal(g.account_id, g.api_key.mode, case_id, body["reason"])
-            db.session.commit()
-            return _case(case)
+            return _case(committed_for_caller(cases.appeal, case_id, body["reason"]))
 
     @blp.route("/<case_id>/accept")
     class Accept(ApiKeyView):
@@ -87,9 +81,7 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
         @blp.errors(400, 401, 404, 409)
         def post(self, case_id):
             """Accept an open case: final, money outcome `lost`."""
-            case = cases.accept(g.account_id, g.api_key.mode, case_id)
-            db.session.commit()
-            return _case(case)
+            return _case(committed_for_caller(cases.accept, case_id))
 
     @blp.route("/<case_id>/evidence")
     class Evidence(ApiKeyView):
@@ -109,10 +101,7 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
         def post(self, body, case_id):
             """Step 1 of 3: a signed address to PUT the file to, with exactly these headers
             and no API credentials, within 900 seconds."""
-            evidence, ticket = dispute_evidence.create_upload(
-                g.account_id, g.api_key.mode, case_id, **body
-            )
-            db.session.commit()
+            evidence, ticket = committed_for_caller(dispute_evidence.create_upload, case_id, **body)
             return upload_ticket_fields(evidence, ticket)
 
     @blp.route("/<case_id>/evidence/<evidence_id>/complete")
@@ -122,10 +111,7 @@ def _case_blueprint(name: str, prefix: str) -> Blueprint:
         def post(self, case_id, evidence_id):
             """Step 3 of 3: confirm the upload (idempotent); 409 EVIDENCE_NOT_UPLOADED or
             EVIDENCE_SIZE_MISMATCH when the storage does not hold the declared file."""
-            evidence = dispute_evidence.complete_upload(
-                g.account_id, g.api_key.mode, case_id, evidence_id
-            )
-            db.session.commit()
+            evidence = committed_for_caller(dispute_evidence.complete_upload, case_id, evidence_id)
             return evidence_fields(evidence, dispute_evidence.view_url(evidence))
 
     return blp
@@ -189,6 +175,4 @@ def _case(case: DisputeCase) -> dict:
 
 
 def _test_mode() -> KeyMode:
-    if g.api_key.mode is not KeyMode.TEST:
-        raise NotFound("The sandbox answers test-mode keys only.")
-    return KeyMode.TEST
+    return sandbox_mode("The sandbox answers test-mode keys only.")

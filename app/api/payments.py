@@ -7,7 +7,9 @@ import base64
 
 from flask import g
 
+from app.api.caller import committed_for_caller, sandbox_mode
 from app.api.idempotency import idempotent
+from app.api.pages import numbered_page
 from app.api.schemas.payments import (
     MetricsQuerySchema,
     MetricsSchema,
@@ -24,14 +26,21 @@ from app.api.schemas.payments import (
     StatsSchema,
 )
 from app.api.security import ApiKeyView
-from app.errors import InvalidRequest, NotFound
+from app.errors import InvalidRequest
 from app.extensions import Blueprint, db
 from app.formats.payments import PaymentCreatedSchema, PaymentSchema, RefundSchema, refund_fields
-from app.models import KeyMode, Transaction, TransactionStatus
+from app.models import Refund, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.services import simulated_payer
-from app.services.transactions import payment_stats, payments, receipts, refunds
-from app.services.transactions.payments import PaymentQuery
+from app.services.transactions import (
+    payment_listing,
+    payment_operations,
+    payment_stats,
+    payments,
+    receipts,
+    refunds,
+)
+from app.services.transactions.payment_listing import PaymentQuery
 
 blp = Blueprint(
     "payments", __name__, url_prefix="/v1/payments", description="Payment operations (apikey)"
@@ -62,7 +71,7 @@ class Payments(ApiKeyView):
         start, end = query.get("startDate"), query.get("endDate")
         if start and end and start > end:
             raise InvalidRequest("startDate is after endDate.", param="startDate")
-        rows, total = payments.list_payments(
+        rows, total = payment_listing.list_payments(
             g.account_id,
             g.api_key.mode,
             PaymentQuery(
@@ -76,7 +85,7 @@ class Payments(ApiKeyView):
             ),
         )
         db.session.commit()  # transactions found expired on read
-        return {"data": rows, "total": total, "page": query["page"], "limit": query["limit"]}
+        return numbered_page(rows, total, query)
 
 
 @blp.route("/stats")
@@ -110,9 +119,7 @@ class PaymentById(ApiKeyView):
     @blp.errors(401, 404)
     def get(self, payment_id):
         """Read a transaction by raw, tx_ or ch_ id."""
-        payment = payments.get_payment(g.account_id, g.api_key.mode, payment_id)
-        db.session.commit()
-        return payment
+        return committed_for_caller(payments.get_payment, payment_id)
 
 
 @blp.route("/<payment_id>/cancel")
@@ -121,9 +128,7 @@ class PaymentCancellation(ApiKeyView):
     @blp.errors(401, 404, 409, 422, 503)
     def post(self, payment_id):
         """Cancel a WAITING_PAYMENT, PENDING or PROCESSING transaction."""
-        payment = payments.cancel(g.account_id, g.api_key.mode, payment_id)
-        db.session.commit()
-        return payment
+        return committed_for_caller(payments.cancel, payment_id)
 
 
 @blp.route("/<payment_id>/refund")
@@ -134,8 +139,7 @@ class PaymentRefund(ApiKeyView):
     @blp.errors(400, 401, 404, 409, 422)
     def post(self, order, payment_id):
         """Refund a PAID or APPROVED transaction, in full or in part."""
-        refund = refunds.request_refund(g.account_id, g.api_key.mode, payment_id, order)
-        return refund_fields(refund, db.session.get(Transaction, refund.transaction_id))
+        return _refund(refunds.request_refund(g.account_id, g.api_key.mode, payment_id, order))
 
 
 @blp.route("/<payment_id>/refunds")
@@ -144,8 +148,7 @@ class PaymentRefunds(ApiKeyView):
     @blp.errors(401, 404)
     def get(self, payment_id):
         """Every refund of the transaction, newest first: `{data, total}`."""
-        payment, rows = refunds.list_refunds(g.account_id, g.api_key.mode, payment_id)
-        db.session.commit()
+        payment, rows = committed_for_caller(refunds.list_refunds, payment_id)
         return {"data": [refund_fields(r, payment) for r in rows], "total": len(rows)}
 
 
@@ -156,9 +159,7 @@ class PaymentRefundCancellation(ApiKeyView):
     def post(self, payment_id, refund_id):
         """Cancel a refund that still waits for funds (`pendingReason` set): it ends FAILED
         and nothing is debited. A funded refund may already be on its way: 409."""
-        refund = refunds.cancel_refund(g.account_id, g.api_key.mode, payment_id, refund_id)
-        db.session.commit()
-        return refund_fields(refund, db.session.get(Transaction, refund.transaction_id))
+        return _refund(committed_for_caller(refunds.cancel_refund, payment_id, refund_id))
 
 
 @blp.route("/<payment_id>/resend-webhook")
@@ -167,9 +168,7 @@ class PaymentWebhookResend(ApiKeyView):
     @blp.errors(401, 404)
     def post(self, payment_id):
         """Re-emit the current status as a fresh event (a new delivery to every listener)."""
-        answer = payments.resend_webhook(g.account_id, g.api_key.mode, payment_id)
-        db.session.commit()
-        return answer
+        return committed_for_caller(payment_operations.resend_webhook, payment_id)
 
 
 @blp.route("/<payment_id>/provider-status")
@@ -178,9 +177,7 @@ class PaymentProviderStatus(ApiKeyView):
     @blp.errors(401, 404, 503)
     def get(self, payment_id):
         """The provider's live status next to ours."""
-        answer = payments.provider_status(g.account_id, g.api_key.mode, payment_id)
-        db.session.commit()
-        return answer
+        return committed_for_caller(payment_operations.provider_status, payment_id)
 
 
 @blp.route("/<payment_id>/receipt")
@@ -189,8 +186,7 @@ class PaymentReceipt(ApiKeyView):
     @blp.errors(401, 404, 409)
     def get(self, payment_id):
         """The PDF receipt of a paid transaction, base64-encoded."""
-        pdf = receipts.receipt(g.account_id, g.api_key.mode, payment_id)
-        db.session.commit()
+        pdf = committed_for_caller(receipts.receipt, payment_id)
         return {"contentType": receipts.PDF, "base64": base64.b64encode(pdf).decode()}
 
 
@@ -201,11 +197,15 @@ class SandboxMethodPayment(ApiKeyView):
     @sandbox_payments_blp.errors(400, 401, 404, 409)
     def post(self, payment, payment_id):
         """Simulate the payer paying a test-mode transaction by one of its methods."""
-        if g.api_key.mode is not KeyMode.TEST:
-            raise NotFound("No such charge.")
-        transaction = payments.get_payment(g.account_id, KeyMode.TEST, payment_id)
+        transaction = payments.get_payment(
+            g.account_id, sandbox_mode("No such charge."), payment_id
+        )
         simulated_payer.pay_by_method(
             transaction, payment.get("method"), approved=payment["approved"]
         )
         db.session.commit()
         return transaction
+
+
+def _refund(refund: Refund) -> dict:
+    return refund_fields(refund, db.session.get(Transaction, refund.transaction_id))

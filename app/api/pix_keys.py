@@ -6,14 +6,13 @@ function payout creation uses, so this answer and a payout never disagree.
 """
 
 import marshmallow as ma
-from flask.views import MethodView
 
 from app.api.schemas.pix_keys import (
     PixKeyCheckSchema,
     PixKeyValidationSchema,
     StrictCnpjQuerySchema,
 )
-from app.api.security import JWT_SECURITY, current_membership, require_jwt
+from app.api.security import JwtView, current_membership
 from app.extensions import Blueprint
 from app.pix import keys
 
@@ -21,10 +20,7 @@ blp = Blueprint("pix_keys", __name__, url_prefix="/v1/withdrawals", description=
 
 
 @blp.route("/validate-pix-key")
-class PixKeyValidation(MethodView):
-    decorators = [require_jwt]
-
-    @blp.doc(security=JWT_SECURITY)
+class PixKeyValidation(JwtView):
     @blp.arguments(PixKeyValidationSchema)
     @blp.arguments(StrictCnpjQuerySchema, location="query", unknown=ma.RAISE)
     @blp.response(200, PixKeyCheckSchema)

@@ -2,10 +2,12 @@
 
 Each decorator puts the caller's account on `flask.g` (`account_id`, plus `api_key` or
 `membership`) so views and services scope every query to it. The OpenAPI security schemes
-are declared here too, so the document says which routes need which credential.
+are declared here too, with a view base per credential (`ApiKeyView`, `JwtView`,
+`StaffJwtView`), so the document says which routes need which credential.
 """
 
 from functools import wraps
+from typing import ClassVar
 
 from flask import after_this_request, g, request
 from flask.views import MethodView, http_method_funcs
@@ -49,24 +51,31 @@ def require_api_key(view):
     return wrapper
 
 
-class ApiKeyView(MethodView):
-    """A view every method of which needs an API key: `require_api_key` guards it and its
-    OpenAPI operations name the `apikey` scheme, declared here once instead of per method."""
+class _GuardedView(MethodView):
+    """A view every method of which needs one credential: `decorators` checks it and its
+    OpenAPI operations name `security`, declared once per view instead of per method."""
 
-    decorators = [require_api_key]
+    security: ClassVar[list[dict]] = []
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         for name in http_method_funcs & cls.__dict__.keys():
-            _document_api_key(getattr(cls, name))
+            _document_security(getattr(cls, name), cls.security)
 
 
-def _document_api_key(operation) -> None:
+def _document_security(operation, security: list[dict]) -> None:
     """Put `security` first in the operation's manual OpenAPI doc (flask-smorest's `_apidoc`),
     where an outermost `@blp.doc(security=…)` put it, so the document keeps its key order."""
     apidoc = getattr(operation, "_apidoc", {})
-    manual_doc = {"security": API_KEY_SECURITY, **apidoc.get("manual_doc", {})}
+    manual_doc = {"security": security, **apidoc.get("manual_doc", {})}
     operation._apidoc = {**apidoc, "manual_doc": manual_doc}
+
+
+class ApiKeyView(_GuardedView):
+    """A view for merchant servers: every method needs an API key (`require_api_key`)."""
+
+    decorators = [require_api_key]
+    security = API_KEY_SECURITY
 
 
 def require_jwt(view):
@@ -99,6 +108,20 @@ def _bearer_token() -> str:
     if scheme.lower() != "bearer" or not token:
         raise Unauthorized("Missing or invalid bearer token.")
     return token
+
+
+class JwtView(_GuardedView):
+    """A view for dashboard users: every method needs their JWT (`require_jwt`)."""
+
+    decorators = [require_jwt]
+    security = JWT_SECURITY
+
+
+class StaffJwtView(_GuardedView):
+    """A view for platform staff: every method needs a staff JWT (`require_staff_jwt`)."""
+
+    decorators = [require_staff_jwt]
+    security = JWT_SECURITY
 
 
 def current_membership() -> Membership:

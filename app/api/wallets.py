@@ -10,15 +10,6 @@ from app.services import wallets
 blp = Blueprint("wallets", __name__, url_prefix="/v1/wallets", description="Wallets (apikey)")
 
 
-def _per_currency(balance: wallets.Balance) -> dict:
-    return {
-        "currency": balance.currency,
-        "available": balance.available,
-        "pending": balance.pending,
-        "total": balance.total,
-    }
-
-
 def _flat(balance: wallets.Balance) -> dict:
     return {
         "available": balance.available,
@@ -45,8 +36,8 @@ class WalletBalance(ApiKeyView):
             **_flat(primary),
             "total": primary.total,
             "retained": primary.retained,
-            "balances": [_per_currency(b) for b in every],
-            "primary": _per_currency(primary),
+            "balances": every,
+            "primary": primary,
         }
 
 

@@ -7,6 +7,7 @@ receive test-mode events only.
 from flask import g
 from flask.views import MethodView
 
+from app.api.caller import committed_for_caller
 from app.api.schemas.webhooks import (
     CatalogEntrySchema,
     DeletedSchema,
@@ -26,7 +27,7 @@ from app.api.schemas.webhooks import (
 )
 from app.api.security import ApiKeyView
 from app.errors import InvalidRequest
-from app.extensions import Blueprint, db
+from app.extensions import Blueprint
 from app.formats import event_catalog
 from app.formats.webhooks import delivery_fields, endpoint_fields
 from app.services.webhooks import endpoints as webhook_endpoints
@@ -43,10 +44,9 @@ class Endpoints(ApiKeyView):
     @blp.errors(400, 401)
     def post(self, body):
         """Register an endpoint; its signing secret is in this answer only."""
-        endpoint, secret = webhook_endpoints.create_endpoint(
-            g.account_id, g.api_key.mode, body["url"], body["events"]
+        endpoint, secret = committed_for_caller(
+            webhook_endpoints.create_endpoint, body["url"], body["events"]
         )
-        db.session.commit()
         return {**endpoint_fields(endpoint), "secret": secret}
 
     @blp.response(200, EndpointListSchema)
@@ -64,18 +64,15 @@ class EndpointById(ApiKeyView):
     @blp.errors(400, 401, 404)
     def patch(self, changes, endpoint_id):
         """Change url, events or status (only the fields sent: with no body, nothing)."""
-        endpoint = webhook_endpoints.update_endpoint(
-            g.account_id, g.api_key.mode, endpoint_id, changes
+        return endpoint_fields(
+            committed_for_caller(webhook_endpoints.update_endpoint, endpoint_id, changes)
         )
-        db.session.commit()
-        return endpoint_fields(endpoint)
 
     @blp.response(200, DeletedSchema)
     @blp.errors(401, 404)
     def delete(self, endpoint_id):
         """Delete an endpoint; deliveries still waiting for it are abandoned (CANCELLED)."""
-        webhook_endpoints.delete_endpoint(g.account_id, g.api_key.mode, endpoint_id)
-        db.session.commit()
+        committed_for_caller(webhook_endpoints.delete_endpoint, endpoint_id)
         return {"deleted": True}
 
 
@@ -88,10 +85,7 @@ class EndpointSecret(ApiKeyView):
         """A new secret, used by every delivery from now on (no overlap window)."""
         if body.get("id", endpoint_id) != endpoint_id:
             raise InvalidRequest("id must be this endpoint's id.", param="id")
-        endpoint, secret = webhook_endpoints.rotate_secret(
-            g.account_id, g.api_key.mode, endpoint_id
-        )
-        db.session.commit()
+        endpoint, secret = committed_for_caller(webhook_endpoints.rotate_secret, endpoint_id)
         return {"id": endpoint.id, "secret": secret}
 
 
@@ -102,9 +96,7 @@ class EndpointRecovery(ApiKeyView):
     @blp.errors(400, 401, 404)
     def post(self, body, endpoint_id):
         """Resend every FAILED (dead-lettered) delivery of the endpoint since a time."""
-        count = relay.recover(g.account_id, g.api_key.mode, endpoint_id, body["since"])
-        db.session.commit()
-        return {"recovered": count}
+        return {"recovered": committed_for_caller(relay.recover, endpoint_id, body["since"])}
 
 
 @blp.route("/event-catalog")
@@ -153,9 +145,7 @@ class DeliveryRetry(ApiKeyView):
     @blp.errors(401, 404)
     def post(self, delivery_id):
         """Send a past delivery again (a new delivery of the same event, same evt_ id)."""
-        delivery = relay.resend(g.account_id, g.api_key.mode, delivery_id)
-        db.session.commit()
-        return delivery_fields(delivery)
+        return delivery_fields(committed_for_caller(relay.resend, delivery_id))
 
 
 @blp.route("/stats")

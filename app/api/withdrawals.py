@@ -6,9 +6,9 @@ an OPTIONS there allows only the POST it serves."""
 from dataclasses import replace
 
 from flask import g
-from flask.views import MethodView
 
 from app.api.idempotency import idempotent
+from app.api.pages import numbered_page
 from app.api.schemas.pix_keys import StrictCnpjQuerySchema
 from app.api.schemas.withdrawals import (
     RejectionSchema,
@@ -16,11 +16,11 @@ from app.api.schemas.withdrawals import (
     WithdrawalPageSchema,
     WithdrawalQuerySchema,
 )
-from app.api.security import JWT_SECURITY, current_membership, require_jwt, require_staff_jwt
+from app.api.security import JwtView, StaffJwtView, current_membership
 from app.extensions import Blueprint, db
 from app.formats.payouts import PayoutSchema
 from app.models import KeyMode
-from app.services import payouts
+from app.services.payouts import decisions, listing, requesting
 
 blp = Blueprint("withdrawals", __name__, url_prefix="/v1/withdrawals", description="Payouts (JWT)")
 admin_blp = Blueprint(
@@ -29,10 +29,7 @@ admin_blp = Blueprint(
 
 
 @blp.route("")
-class Withdrawals(MethodView):
-    decorators = [require_jwt]
-
-    @blp.doc(security=JWT_SECURITY)
+class Withdrawals(JwtView):
     @idempotent("body")
     @blp.arguments(WithdrawalCreateSchema)
     @blp.arguments(StrictCnpjQuerySchema, location="query", unknown="raise")
@@ -41,83 +38,67 @@ class Withdrawals(MethodView):
     def post(self, new, query):
         """Request a payout: PENDING until approved; nothing is debited yet (OWNER or ADMIN)."""
         new = replace(new, strict_cnpj=query["strictCnpj"])
-        return payouts.request_payout(current_membership(), new)
+        return requesting.request_payout(current_membership(), new)
 
-    @blp.doc(security=JWT_SECURITY)
     @blp.arguments(WithdrawalQuerySchema, location="query", unknown="raise")
     @blp.response(200, WithdrawalPageSchema)
     @blp.errors(400, 401)
     def get(self, query):
         """List the account's payouts, newest first, a page at a time."""
         mode = KeyMode(query["mode"]) if "mode" in query else None
-        rows, total = payouts.list_payouts(
+        rows, total = listing.list_payouts(
             g.account_id, mode, query.get("status"), query["page"], query["limit"]
         )
-        return {"data": rows, "total": total, "page": query["page"], "limit": query["limit"]}
+        return numbered_page(rows, total, query)
 
 
 @blp.route("/<uuid:withdrawal_id>")
-class WithdrawalById(MethodView):
-    decorators = [require_jwt]
-
-    @blp.doc(security=JWT_SECURITY)
+class WithdrawalById(JwtView):
     @blp.response(200, PayoutSchema)
     @blp.errors(401, 404)
     def get(self, withdrawal_id):
         """Read one payout of the account."""
-        return payouts.get(g.account_id, str(withdrawal_id))
+        return listing.get(g.account_id, str(withdrawal_id))
 
 
 @blp.route("/<uuid:withdrawal_id>/cancel")
-class WithdrawalCancellation(MethodView):
-    decorators = [require_jwt]
-
-    @blp.doc(security=JWT_SECURITY)
+class WithdrawalCancellation(JwtView):
     @blp.response(200, PayoutSchema)
     @blp.errors(401, 403, 404, 409)
     def post(self, withdrawal_id):
         """Cancel a payout while it is PENDING (never debited, so nothing moves)."""
-        withdrawal = payouts.cancel(current_membership(), str(withdrawal_id))
+        withdrawal = requesting.cancel(current_membership(), str(withdrawal_id))
         db.session.commit()
         return withdrawal
 
 
 @admin_blp.route("/withdrawals")
-class PendingWithdrawals(MethodView):
-    decorators = [require_staff_jwt]
-
-    @admin_blp.doc(security=JWT_SECURITY)
+class PendingWithdrawals(StaffJwtView):
     @admin_blp.response(200, PayoutSchema(many=True))
     @admin_blp.errors(401)
     def get(self):
         """Payouts of every account waiting for approval, oldest first."""
-        return payouts.pending_review()
+        return listing.pending_review()
 
 
 @admin_blp.route("/withdrawals/<uuid:withdrawal_id>/approve")
-class WithdrawalApproval(MethodView):
-    decorators = [require_staff_jwt]
-
-    @admin_blp.doc(security=JWT_SECURITY)
+class WithdrawalApproval(StaffJwtView):
     @admin_blp.response(200, PayoutSchema)
     @admin_blp.errors(401, 404, 409)
     def post(self, withdrawal_id):
         """Approve: debits amount + fee now (409 if the balance no longer covers them)."""
-        withdrawal = payouts.approve(str(withdrawal_id), g.staff_user.id)
+        withdrawal = decisions.approve(str(withdrawal_id), g.staff_user.id)
         db.session.commit()
         return withdrawal
 
 
 @admin_blp.route("/withdrawals/<uuid:withdrawal_id>/reject")
-class WithdrawalRejection(MethodView):
-    decorators = [require_staff_jwt]
-
-    @admin_blp.doc(security=JWT_SECURITY)
+class WithdrawalRejection(StaffJwtView):
     @admin_blp.arguments(RejectionSchema, required=False)
     @admin_blp.response(200, PayoutSchema)
     @admin_blp.errors(400, 401, 404, 409)
     def post(self, body, withdrawal_id):
         """Reject a pending payout; it was never debited."""
-        withdrawal = payouts.reject(str(withdrawal_id), g.staff_user.id, body.get("reason"))
+        withdrawal = decisions.reject(str(withdrawal_id), g.staff_user.id, body.get("reason"))
         db.session.commit()
         return withdrawal

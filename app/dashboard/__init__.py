@@ -56,6 +56,7 @@ def register_dashboard(app: Flask) -> None:
         auth,
         back_office,
         charges,
+        dispute_detail,
         dispute_operations,
         disputes,
         overview,
@@ -64,6 +65,7 @@ def register_dashboard(app: Flask) -> None:
         payouts,
         psp_notices,
         wallets,
+        webhook_deliveries,
         webhooks,
     )
 

@@ -7,7 +7,8 @@ in one place: a MEMBER who posts a form by hand gets 403 like on the API.
 from flask import flash, redirect, render_template, url_for
 
 from app.dashboard import bp
-from app.dashboard.forms import ApiKeyIssueForm, ConfirmForm, submitted
+from app.dashboard.forms import ConfirmForm, submitted
+from app.dashboard.forms.access import ApiKeyIssueForm
 from app.dashboard.session import current_membership, member_required
 from app.extensions import db
 from app.models import KeyMode

@@ -4,7 +4,7 @@ from flask import flash, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_required
 
 from app.dashboard import bp
-from app.dashboard.forms import AccountSwitchForm, LoginForm
+from app.dashboard.forms.access import AccountSwitchForm, LoginForm
 from app.dashboard.session import ACCOUNT_SESSION_KEY, end_session, start_session
 from app.errors import RateLimited, Unauthorized
 from app.extensions import db

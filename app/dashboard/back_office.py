@@ -15,14 +15,16 @@ from flask_login import current_user
 
 from app.dashboard import bp
 from app.dashboard.actions import act_then_return
-from app.dashboard.forms import ConfirmForm, PayoutRejectionForm
+from app.dashboard.forms import ConfirmForm
+from app.dashboard.forms.payouts import PayoutRejectionForm
 from app.dashboard.payouts import destination
 from app.dashboard.session import staff_required
 from app.extensions import db
 from app.formats import charges as charge_format
 from app.models import Payout, RefundStatus, Transaction
 from app.providers.base import ProviderError
-from app.services import accounts, payout_review, payouts
+from app.services import accounts
+from app.services.payouts import decisions as payout_decisions
 from app.services.transactions import held_payment_review, pix_payments
 from app.templating import money
 
@@ -41,7 +43,7 @@ def back_office() -> ResponseReturnValue:
         "dashboard/back_office.html",
         summaries=accounts.platform_accounts(),
         held_charges=held_payment_review.review_queue(),
-        pending_payouts=payout_review.pending_payouts_with_accounts(),
+        pending_payouts=payout_decisions.pending_payouts_with_accounts(),
         confirm_form=ConfirmForm(formdata=None),
         rejection_form=PayoutRejectionForm(formdata=None),
         destination=destination,
@@ -79,7 +81,7 @@ def return_held_charge(charge_id: str) -> ResponseReturnValue:
 def approve_payout(payout_id: str) -> ResponseReturnValue:
     """Staff approve: amount + fee are debited now and the payout is sent after the commit."""
     return _decided(
-        lambda: payouts.approve(payout_id, current_user.id),
+        lambda: payout_decisions.approve(payout_id, current_user.id),
         "approved: the amount and fee were debited and it is being sent",
     )
 
@@ -93,7 +95,7 @@ def reject_payout(payout_id: str) -> ResponseReturnValue:
         flash(f"{form.reason.label.text}: " + " ".join(form.reason.errors), "error")
         return redirect(url_for("dashboard.back_office"), 303)
     return _decided(
-        lambda: payouts.reject(payout_id, current_user.id, form.reason.data or None),
+        lambda: payout_decisions.reject(payout_id, current_user.id, form.reason.data or None),
         "rejected: nothing was debited",
     )
 

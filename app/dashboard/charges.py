@@ -15,8 +15,8 @@ from app.errors import InvalidRequest, NotFound
 from app.extensions import db
 from app.formats.charges import PUBLIC_STATUSES
 from app.models import KeyMode, TransactionStatus
-from app.services.transactions import payments
-from app.services.transactions.payments import DEFAULT_PAGE_LIMIT, PaymentQuery
+from app.services.transactions import payment_listing, payments
+from app.services.transactions.payment_listing import DEFAULT_PAGE_LIMIT, PaymentQuery
 
 S = TransactionStatus
 # A public charge status → the transaction status the payments list filters by. The list
@@ -69,8 +69,10 @@ def _page_after(mode: KeyMode, status: TransactionStatus | None, cursor: str, li
         raise InvalidRequest(
             "starting_after is not a charge of this account and mode.", param="starting_after"
         ) from None
-    _, matching = payments.list_payments(g.account_id, mode, PaymentQuery(status=status, limit=1))
-    _, up_to_cursor = payments.list_payments(
+    _, matching = payment_listing.list_payments(
+        g.account_id, mode, PaymentQuery(status=status, limit=1)
+    )
+    _, up_to_cursor = payment_listing.list_payments(
         g.account_id, mode, PaymentQuery(status=status, end=charge.created_at, limit=1)
     )
     db.session.commit()  # transactions found expired on read

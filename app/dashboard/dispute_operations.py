@@ -18,12 +18,12 @@ from flask_login import current_user
 
 from app.dashboard import bp
 from app.dashboard.actions import act_then_return
-from app.dashboard.forms import (
+from app.dashboard.forms import submitted
+from app.dashboard.forms.disputes import (
     DECISION_LABELS,
     BackOfficeDisputeForm,
     ConfirmDisputeAmountForm,
     DisputeDecisionForm,
-    submitted,
 )
 from app.dashboard.session import staff_required
 from app.dashboard.submit_once import show_error

@@ -1,41 +1,21 @@
-"""Disputes in the dashboard: the account's cases with their filters, deadlines and CSV export,
-and one case with its timeline, the appeal and accept forms and its evidence.
+"""Disputes in the dashboard: the account's cases with their filters, deadlines and CSV
+export, and how a case's status and deadline read on every page that shows cases (the
+`dispute_badge` and `time_left` filters). One case, its answers and its evidence are in
+`dispute_detail`.
 
-Every read and write goes through `services/disputes/`, the functions behind `/v1/med/cases`,
-so the pages show what the API answers and the forms obey its rules: a form is shown exactly
-when the service allows its action (`appealability`, `acceptability`, `attachability`). Those
-functions know no roles (an API key acts for its whole account), so the role rule is added
-here, as on the payments page: appealing, accepting and attaching evidence are for OWNER and
-ADMIN, and a MEMBER who posts by hand gets 403. A refusal by the service is shown as a flash
-message.
-
-Evidence never passes through this service: the page's script (static/evidence-upload.js)
-asks `create_evidence_upload` for a ticket, sends the file from the browser straight to the
-ticket's signed address, then asks `complete_evidence_upload` to confirm it. Those two answer
-JSON, refusals included (the API's envelope), so the script can show the service's message.
+Reads go through `services/disputes/listing`, the functions behind `GET /v1/med/cases`, so
+the list shows what the API answers.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from functools import wraps
 from itertools import starmap
 
-from flask import (
-    flash,
-    g,
-    jsonify,
-    render_template,
-    request,
-    url_for,
-)
+from flask import g, render_template, request
 from flask.typing import ResponseReturnValue
-from flask_login import current_user
 
 from app.dashboard import bp
-from app.dashboard.actions import act_then_return
 from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
-from app.dashboard.forms import AcceptDisputeForm, AppealForm
 from app.dashboard.params import (
     MODES,
     QueryFilters,
@@ -44,31 +24,13 @@ from app.dashboard.params import (
     day_bounds,
     mode_arg,
 )
-from app.dashboard.session import current_membership, member_required
-from app.errors import ApiError, InvalidRequest, error_envelope
-from app.extensions import db
+from app.dashboard.session import member_required
 from app.formats.charges import CHARGE_ID_PREFIX
-from app.formats.disputes import (
-    EvidenceSchema,
-    UploadTicketSchema,
-    evidence_fields,
-    upload_ticket_fields,
-)
-from app.models import (
-    DisputeCase,
-    DisputeEvidence,
-    DisputeStatus,
-    DisputeType,
-    EvidenceUploader,
-)
+from app.models import DisputeCase, DisputeStatus, DisputeType
 from app.models.base import utcnow
-from app.services.allowances import Allowance, manager_allowance
-from app.services.disputes import allowances, cases, listing
-from app.services.disputes import evidence as dispute_evidence
+from app.services.disputes import listing
 from app.services.disputes.listing import CaseQuery
-from app.services.disputes.notices import OUTCOME_EFFECTS
-from app.storage import ALLOWED_TYPES, MAX_EVIDENCE_BYTES
-from app.templating import DISPLAY_TIMEZONE, money
+from app.templating import DISPLAY_TIMEZONE
 
 STATUSES = tuple(status.value for status in DisputeStatus)
 TYPES = tuple(kind.value for kind in DisputeType)
@@ -96,12 +58,6 @@ STATUS_BADGES = {
     DisputeStatus.REJECTED: "status-rejected",
     DisputeStatus.CLOSED: "status-cancelled",
 }
-CLOSING_TITLES = {
-    DisputeStatus.ACCEPTED: "You accepted the dispute",
-    DisputeStatus.REJECTED: "Decided against you (rejected)",
-    DisputeStatus.CLOSED: "Closed",
-}
-ROLE_REFUSAL = "Only an OWNER or ADMIN of the account can answer disputes or attach evidence."
 
 
 @dataclass(frozen=True)
@@ -136,13 +92,6 @@ class DisputeFilters(QueryFilters):
             created_before=stop,
         )
         return replace(query, **changes)
-
-
-@dataclass(frozen=True)
-class TimelineEntry:
-    at: datetime
-    title: str
-    detail: str | None = None
 
 
 @bp.app_template_filter()
@@ -180,7 +129,7 @@ def disputes_page() -> ResponseReturnValue:
         evidence_counts=listing.evidence_counts([case.id for case in page.data]),
         statuses=STATUSES,
         types=TYPES,
-        charge_id=_charge_id,
+        charge_id=case_charge_id,
         csv_args=filters.args(starting_after=None),  # the export is every page
         sao_paulo=DISPLAY_TIMEZONE.key,
     )
@@ -197,193 +146,9 @@ def disputes_csv() -> ResponseReturnValue:
     return csv_response(CSV_COLUMNS, starmap(_csv_values, rows), f"disputes-{filters.mode}.csv")
 
 
-@bp.get("/disputes/<case_id>")
-@member_required
-def dispute_page(case_id: str) -> ResponseReturnValue:
-    """Every field of one case, its timeline and evidence, and the answers it still allows."""
-    return _detail_page(mode_arg(), case_id)
-
-
-@bp.post("/disputes/<case_id>/appeal")
-@member_required
-def appeal_dispute(case_id: str) -> ResponseReturnValue:
-    """Contest an open case (OWNER and ADMIN only); the amount stays held until the decision."""
-    mode = mode_arg()
-    _role().require()
-    form = AppealForm()
-    if not form.validate_on_submit():
-        return _detail_page(mode, case_id, appeal_form=form, status=400)
-    return _answered(
-        mode,
-        case_id,
-        lambda: cases.appeal(g.account_id, MODES[mode], case_id, form.reason.data, current_user.id),
-        lambda case: "Appeal sent: the amount stays held until the dispute is decided.",
-    )
-
-
-@bp.post("/disputes/<case_id>/accept")
-@member_required
-def accept_dispute(case_id: str) -> ResponseReturnValue:
-    """Give up an open case (OWNER and ADMIN only): final, the held amount goes to the payer."""
-    mode = mode_arg()
-    _role().require()
-    form = AcceptDisputeForm()
-    if not form.validate_on_submit():
-        return _detail_page(mode, case_id, accept_form=form, status=400)
-    return _answered(
-        mode,
-        case_id,
-        lambda: cases.accept(g.account_id, MODES[mode], case_id, current_user.id),
-        lambda case: (
-            f"You accepted the dispute: {money(case.amount, case.currency)} "
-            "is returned to the payer. This is final."
-        ),
-    )
-
-
-def json_errors(view: Callable) -> Callable:
-    """A refusal as the API's JSON envelope rather than an HTML page, for the upload script."""
-
-    @wraps(view)
-    def wrapper(*args, **kwargs):
-        try:
-            return view(*args, **kwargs)
-        except ApiError as error:
-            db.session.rollback()
-            response = jsonify(error_envelope(error))
-            response.status_code = error.status
-            response.headers.update(error.headers)
-            return response
-
-    return wrapper
-
-
-@bp.post("/disputes/<case_id>/evidence")
-@member_required
-@json_errors
-def create_evidence_upload(case_id: str) -> ResponseReturnValue:
-    """Step 1 of 3 (OWNER and ADMIN only): JSON `{file_name, file_size, mime_type}` → 201 with
-    the upload ticket and the address that confirms it (`complete_url`)."""
-    mode = mode_arg()
-    _role().require()
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise InvalidRequest("Send a JSON object with file_name, file_size and mime_type.")
-    evidence, ticket = dispute_evidence.create_upload(
-        g.account_id,
-        MODES[mode],
-        case_id,
-        file_name=body.get("file_name"),
-        file_size=body.get("file_size"),
-        mime_type=body.get("mime_type"),
-        uploaded_by=EvidenceUploader.MERCHANT,
-    )
-    db.session.commit()
-    complete_url = url_for(
-        "dashboard.complete_evidence_upload", case_id=case_id, evidence_id=evidence.id, mode=mode
-    )
-    ticket_body = UploadTicketSchema().dump(upload_ticket_fields(evidence, ticket))
-    return jsonify({**ticket_body, "complete_url": complete_url}), 201
-
-
-@bp.post("/disputes/<case_id>/evidence/<evidence_id>/complete")
-@member_required
-@json_errors
-def complete_evidence_upload(case_id: str, evidence_id: str) -> ResponseReturnValue:
-    """Step 3 of 3 (OWNER and ADMIN only): confirm the file reached the storage; the page the
-    script reloads then lists it."""
-    mode = mode_arg()
-    _role().require()
-    evidence = dispute_evidence.complete_upload(g.account_id, MODES[mode], case_id, evidence_id)
-    db.session.commit()
-    flash(f"Evidence attached: {evidence.file_name}.", "info")
-    return jsonify(
-        EvidenceSchema().dump(evidence_fields(evidence, dispute_evidence.view_url(evidence)))
-    )
-
-
-def timeline(case: DisputeCase, evidence: list[DisputeEvidence]) -> list[TimelineEntry]:
-    """What happened to the case, oldest first, from its own timestamps and its confirmed
-    evidence."""
-    entries = [TimelineEntry(case.opened_at, "Dispute opened", _opening_effect(case))]
-    if case.evidence_requested_at:
-        entries.append(
-            TimelineEntry(
-                case.evidence_requested_at,
-                "Evidence requested",
-                "Acme Pay asked you for evidence: attach it on this page.",
-            )
-        )
-    if case.appealed_at:
-        entries.append(TimelineEntry(case.appealed_at, "You appealed", case.appeal_reason))
-    for item in evidence:
-        detail = f"{item.file_name}, from the {item.uploaded_by}"
-        entries.append(TimelineEntry(item.uploaded_at, "Evidence attached", detail))
-    if case.closed_at:
-        entries.append(TimelineEntry(case.closed_at, CLOSING_TITLES[case.status], _outcome(case)))
-    return sorted(entries, key=lambda entry: entry.at)
-
-
-def _opening_effect(case: DisputeCase) -> str:
-    if case.held_amount:
-        held = money(case.held_amount, case.currency)
-        return f"{held} held from your available balance until the decision."
-    return (
-        "The reported amount differs from the charge's, so nothing was held; "
-        "our operations team is handling the case."
-    )
-
-
-def _outcome(case: DisputeCase) -> str:
-    if not case.held_amount:
-        return f"Money outcome: {case.money_outcome}. Nothing was held, so no money moved."
-    held = money(case.held_amount, case.currency)
-    return f"Money outcome: {case.money_outcome}: {OUTCOME_EFFECTS[case.money_outcome]} ({held})."
-
-
-def _detail_page(
-    mode: str,
-    case_id: str,
-    *,
-    appeal_form: AppealForm | None = None,
-    accept_form: AcceptDisputeForm | None = None,
-    status: int = 200,
-) -> tuple[str, int]:
-    case = listing.get_case(g.account_id, MODES[mode], case_id)
-    evidence = dispute_evidence.list_evidence(g.account_id, MODES[mode], case_id)
-    role = _role()
-    appealability, acceptability = allowances.appealability(case), allowances.acceptability(case)
-    html = render_template(
-        "dashboard/dispute.html",
-        mode=mode,
-        case=case,
-        charge_id=_charge_id(case),
-        evidence=evidence,
-        view_url=dispute_evidence.view_url,  # signed for 5 minutes from now, so made at render time
-        timeline=timeline(case, evidence),
-        outcome_effects=OUTCOME_EFFECTS,
-        can_appeal=(appealability & role).allowed,
-        can_accept=(acceptability & role).allowed,
-        can_attach=(allowances.attachability(case) & role).allowed,
-        answer_refusal=role.reason if appealability.allowed or acceptability.allowed else None,
-        appeal_form=appeal_form or AppealForm(formdata=None),
-        accept_form=accept_form or AcceptDisputeForm(formdata=None),
-        accepted_types=",".join(sorted(ALLOWED_TYPES)),
-        max_evidence_mb=MAX_EVIDENCE_BYTES // (1024 * 1024),
-    )
-    return html, status
-
-
-def _answered(
-    mode: str,
-    case_id: str,
-    answer: Callable[[], DisputeCase],
-    outcome: Callable[[DisputeCase], str],
-) -> ResponseReturnValue:
-    """Commit the merchant's answer, or show why the service refused it (say, the case was
-    decided meanwhile) as a flash message; a case outside the account stays a 404."""
-    page = url_for("dashboard.dispute_page", case_id=case_id, mode=mode)
-    return act_then_return(answer, outcome, page, missing_is_404=True)
+def case_charge_id(case: DisputeCase) -> str:
+    """The public id (ch_…) of the charge a case disputes, which its payment page takes."""
+    return CHARGE_ID_PREFIX + case.transaction_id
 
 
 def _csv_values(case: DisputeCase, evidence_count: int) -> tuple:
@@ -395,7 +160,7 @@ def _csv_values(case: DisputeCase, evidence_count: int) -> tuple:
         str(case.type),
         case.amount,
         spreadsheet_cell(case.currency),
-        _charge_id(case),
+        case_charge_id(case),
         spreadsheet_cell(case.reason or ""),
         utc_text(case.response_deadline),
         evidence_count,
@@ -403,10 +168,6 @@ def _csv_values(case: DisputeCase, evidence_count: int) -> tuple:
         str(case.money_outcome) if case.money_outcome else "",
         utc_text(case.closed_at),
     )
-
-
-def _charge_id(case: DisputeCase) -> str:
-    return CHARGE_ID_PREFIX + case.transaction_id
 
 
 def _filters() -> DisputeFilters:
@@ -420,8 +181,3 @@ def _filters() -> DisputeFilters:
         created_to=end,
         starting_after=request.args.get("starting_after") or None,
     )
-
-
-def _role() -> Allowance:
-    """Answering disputes and attaching evidence are for the account's OWNER and ADMIN."""
-    return manager_allowance(current_membership(), ROLE_REFUSAL, "DISPUTE_ROLE_REQUIRED")

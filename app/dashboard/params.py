@@ -16,7 +16,7 @@ from flask import g, request
 from app.errors import InvalidRequest
 from app.models import KeyMode
 from app.models.base import MAX_PAGE_OR_OFFSET
-from app.services.transactions.payments import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT
+from app.services.transactions.payment_listing import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT
 from app.templating import DISPLAY_TIMEZONE
 
 MODES = {"test": KeyMode.TEST, "live": KeyMode.LIVE}

@@ -15,7 +15,7 @@ from flask import Response, flash, g, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
-from app.dashboard.forms import CancelPaymentForm, CancelRefundForm, RefundForm
+from app.dashboard.forms.payments import CancelPaymentForm, CancelRefundForm, RefundForm
 from app.dashboard.params import MODES, mode_arg
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once

@@ -8,6 +8,7 @@ and the forms obey the API's rules.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
@@ -17,7 +18,7 @@ from flask.typing import ResponseReturnValue
 from app.dashboard import bp
 from app.dashboard.charts import VolumeChart
 from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
-from app.dashboard.forms import TestChargeForm, TestPaymentForm
+from app.dashboard.forms.payments import TestChargeForm, TestPaymentForm
 from app.dashboard.params import (
     MODES,
     QueryFilters,
@@ -38,14 +39,14 @@ from app.formats.payments import METHOD_LABELS, transaction_id
 from app.models import KeyMode, TransactionStatus
 from app.models.base import utcnow
 from app.models.constants import PAYMENT_CURRENCY_CODE
-from app.services.transactions import charges, payment_stats, payments
+from app.services.transactions import charges, payment_listing, payment_stats, payments
 from app.services.transactions.charges import Customer, NewCharge
-from app.services.transactions.payments import (
+from app.services.transactions.payment_listing import (
     DEFAULT_PAGE_LIMIT,
     ListedPayment,
-    NewPayment,
     PaymentQuery,
 )
+from app.services.transactions.payments import NewPayment
 from app.templating import DISPLAY_TIMEZONE
 
 STATUSES = tuple(status.value for status in TransactionStatus)
@@ -133,25 +134,13 @@ def create_test_payment() -> ResponseReturnValue:
     """Test mode only, so any member may: the sandbox moves no money. The provider finalises
     the payment in a job, so the page it lands on says so until the instructions are there."""
     form = TestPaymentForm()
-    if not form.validate_on_submit():
-        return _list_page(PaymentFilters(), payment_form=form, status=400)
-    new = NewPayment(
-        amount=form.amount.data,
-        payment_methods=list(form.payment_methods.data),
-        currency=form.currency.data.strip().upper(),
-        customer_name=form.customer_name.data or None,
-        customer_email=form.customer_email.data or None,
-        metadata={payments.PHONE_KEY: form.phone.data.strip()} if form.phone.data else {},
+    return _create_test(
+        form,
+        "payment_form",
+        PAYMENT_FIELD_FOR_PARAM,
+        lambda: payments.create_payment(g.account_id, KeyMode.TEST, _new_payment(form)).id,
+        "Test payment created. The provider is finalising it.",
     )
-    try:
-        raw_id = submit_once(
-            form, lambda: payments.create_payment(g.account_id, KeyMode.TEST, new).id
-        )
-    except ApiError as error:
-        show_error(form, error, PAYMENT_FIELD_FOR_PARAM)
-        return _list_page(PaymentFilters(), payment_form=form, status=error.status)
-    flash("Test payment created. The provider is finalising it.", "info")
-    return redirect(url_for("dashboard.payment_page", payment_id=raw_id, mode="test"), 303)
 
 
 @bp.post("/charges")
@@ -159,28 +148,37 @@ def create_test_payment() -> ResponseReturnValue:
 def create_test_charge() -> ResponseReturnValue:
     """A test Pix charge with the `/v1/charges` rules (description, expiry, payer lock)."""
     form = TestChargeForm()
-    if not form.validate_on_submit():
-        return _list_page(PaymentFilters(), charge_form=form, status=400)
-    new = NewCharge(
-        amount=form.amount.data,
-        description=form.description.data or None,
-        expires_in=form.expires_in.data,
-        customer=Customer(
-            name=form.customer_name.data or None, document=form.customer_document.data or None
-        ),
-        expected_payer_tax_id=form.expected_payer_tax_id.data or None,
+    return _create_test(
+        form,
+        "charge_form",
+        CHARGE_FIELD_FOR_PARAM,
+        lambda: charges.create_charge(g.account_id, KeyMode.TEST, _new_charge(form)).id,
+        "Test charge created",
+        id_prefix=CHARGE_ID_PREFIX,
     )
+
+
+def _create_test(
+    form: TestPaymentForm | TestChargeForm,
+    form_name: str,
+    field_for_param: dict[str, str],
+    create: Callable[[], str],
+    done: str,
+    *,
+    id_prefix: str = "",
+) -> ResponseReturnValue:
+    """A test form on the list (`form_name`'s place): created once, its refusal shown beside
+    the field the service names, `done` flashed over the new transaction's page after."""
+    if not form.validate_on_submit():
+        return _list_page(PaymentFilters(), **{form_name: form}, status=400)
     try:
-        raw_id = submit_once(
-            form, lambda: charges.create_charge(g.account_id, KeyMode.TEST, new).id
-        )
+        raw_id = submit_once(form, create)
     except ApiError as error:
-        show_error(form, error, CHARGE_FIELD_FOR_PARAM)
-        return _list_page(PaymentFilters(), charge_form=form, status=error.status)
-    flash("Test charge created", "info")
+        show_error(form, error, field_for_param)
+        return _list_page(PaymentFilters(), **{form_name: form}, status=error.status)
+    flash(done, "info")
     return redirect(
-        url_for("dashboard.payment_page", payment_id=CHARGE_ID_PREFIX + raw_id, mode="test"),
-        303,
+        url_for("dashboard.payment_page", payment_id=id_prefix + raw_id, mode="test"), 303
     )
 
 
@@ -191,7 +189,9 @@ def payments_csv() -> ResponseReturnValue:
     times in UTC). Rows created after the export started are left out, so the pages it reads
     one after the other never shift under it."""
     filters = _filters()
-    rows = payments.payment_rows(g.account_id, MODES[filters.mode], filters.query(), EXPORT_CHUNK)
+    rows = payment_listing.payment_rows(
+        g.account_id, MODES[filters.mode], filters.query(), EXPORT_CHUNK
+    )
     return csv_response(CSV_COLUMNS, map(_csv_values, rows), f"payments-{filters.mode}.csv")
 
 
@@ -230,7 +230,7 @@ def _list_page(
     charge_form: TestChargeForm | None = None,
     status: int = 200,
 ) -> tuple[str, int]:
-    rows, total = payments.list_payments(g.account_id, MODES[filters.mode], filters.query())
+    rows, total = payment_listing.list_payments(g.account_id, MODES[filters.mode], filters.query())
     test_mode = filters.mode == "test"
     html = render_template(
         "dashboard/payments.html",
@@ -291,6 +291,31 @@ def _chart_currency(currencies: list[str]) -> str:
     if asked and not PAYMENT_CURRENCY_CODE.fullmatch(asked):
         raise InvalidRequest("currency is a currency code, like BRL.", param="currency")
     return asked or (currencies[0] if currencies else payments.DEFAULT_CURRENCY)
+
+
+def _new_payment(form: TestPaymentForm) -> NewPayment:
+    """The test payment form as the service's order."""
+    return NewPayment(
+        amount=form.amount.data,
+        payment_methods=list(form.payment_methods.data),
+        currency=form.currency.data.strip().upper(),
+        customer_name=form.customer_name.data or None,
+        customer_email=form.customer_email.data or None,
+        metadata={payments.PHONE_KEY: form.phone.data.strip()} if form.phone.data else {},
+    )
+
+
+def _new_charge(form: TestChargeForm) -> NewCharge:
+    """The test charge form as the service's order."""
+    return NewCharge(
+        amount=form.amount.data,
+        description=form.description.data or None,
+        expires_in=form.expires_in.data,
+        customer=Customer(
+            name=form.customer_name.data or None, document=form.customer_document.data or None
+        ),
+        expected_payer_tax_id=form.expected_payer_tax_id.data or None,
+    )
 
 
 def _blank_payment_form() -> TestPaymentForm:

@@ -1,11 +1,11 @@
 """Payouts in the dashboard: the list with its filters and CSV export, the Pix payout request
 form, and cancelling a request while it is still PENDING (a Cancel button exactly where
-`payouts.cancellability` allows it).
+`requesting.cancellability` allows it).
 
-Every read and write goes through `app.services.payouts`, the functions behind
-`/v1/withdrawals`, so the rules live in one place: a MEMBER who posts the request form by
-hand is refused by the service exactly like an API call. Filters live in the query string so
-a reload, a shared link or the export shows the same payouts.
+Every read and write goes through `app.services.payouts` (`requesting`, `listing`), the
+functions behind `/v1/withdrawals`, so the rules live in one place: a MEMBER who posts the
+request form by hand is refused by the service exactly like an API call. Filters live in the
+query string so a reload, a shared link or the export shows the same payouts.
 
 The fee is added on top: approval debits amount + fee from the wallet and the recipient gets
 the amount, so the list shows that debit, never the API's `netAmount` (amount - fee).
@@ -19,16 +19,18 @@ from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
 from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
-from app.dashboard.forms import ConfirmForm, PixPayoutForm
+from app.dashboard.forms import ConfirmForm
+from app.dashboard.forms.payouts import PixPayoutForm
 from app.dashboard.params import MODES, QueryFilters, choice_arg, mode_arg, page_arg
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.errors import ApiError, Conflict
 from app.extensions import db
 from app.models import Payout, PayoutStatus, PayoutType
-from app.services import payouts, wallets
+from app.services import wallets
 from app.services.allowances import manager_allowance
-from app.services.payouts import NewPayout
+from app.services.payouts import listing, requesting
+from app.services.payouts.requesting import NewPayout
 from app.templating import money
 
 PER_PAGE = 20
@@ -84,11 +86,13 @@ def request_pix_payout() -> ResponseReturnValue:
         return _list_page(filters, form, 400)
     new = _new_payout(form)
     try:
-        payout_id = submit_once(form, lambda: payouts.request_payout(current_membership(), new).id)
+        payout_id = submit_once(
+            form, lambda: requesting.request_payout(current_membership(), new).id
+        )
     except ApiError as error:
         show_error(form, error, FORM_FIELD_FOR_PARAM)
         return _list_page(filters, form, error.status)
-    payout = payouts.get(g.account_id, payout_id)
+    payout = listing.get(g.account_id, payout_id)
     flash(
         f"Payout of {money(payout.amount, payout.currency)} to {destination(payout)} "
         f"requested: {payout.status}.",
@@ -103,7 +107,7 @@ def payouts_csv() -> ResponseReturnValue:
     """The filtered list, every page of it, streamed as it is read (amounts in minor units,
     times in UTC)."""
     filters = _filters()
-    rows = payouts.payout_rows(g.account_id, MODES[filters.mode], filters.status, EXPORT_CHUNK)
+    rows = listing.payout_rows(g.account_id, MODES[filters.mode], filters.status, EXPORT_CHUNK)
     return csv_response(CSV_COLUMNS, map(_csv_values, rows), f"payouts-{filters.mode}.csv")
 
 
@@ -113,7 +117,7 @@ def cancel_payout(payout_id: str) -> ResponseReturnValue:
     """Withdraw a request while it is PENDING; the list's filters come back in the link."""
     filters = _filters()
     try:
-        payout = payouts.cancel(current_membership(), payout_id)
+        payout = requesting.cancel(current_membership(), payout_id)
     except Conflict as error:
         db.session.rollback()
         flash(error.message, "error")
@@ -139,7 +143,7 @@ def destination(payout: Payout, *, whole: bool = False) -> str:
 def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
     membership = current_membership()
     mode = MODES[filters.mode]
-    rows, total = payouts.list_payouts(g.account_id, mode, filters.status, filters.page, PER_PAGE)
+    rows, total = listing.list_payouts(g.account_id, mode, filters.status, filters.page, PER_PAGE)
     html = render_template(
         "dashboard/payouts.html",
         filters=filters,
@@ -149,7 +153,7 @@ def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
         statuses=STATUSES,
         form=form,
         can_request=manager_allowance(membership).allowed,
-        cancellable={p.id for p in rows if payouts.cancellability(p, membership).allowed},
+        cancellable={p.id for p in rows if requesting.cancellability(p, membership).allowed},
         available=wallets.balance(g.account_id, mode, wallets.PRIMARY_CURRENCY).available,
         confirm_form=ConfirmForm(formdata=None),
         destination=destination,

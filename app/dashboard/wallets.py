@@ -15,18 +15,20 @@ from app.dashboard.params import MODES, mode_arg, page_arg
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest
 from app.models.constants import WALLET_CURRENCY_CODE
-from app.services import dispute_holds, payouts, releases, statements, wallets
+from app.services import dispute_holds, releases, statements, wallets
 from app.services.disputes import cases as dispute_cases
+from app.services.payouts import decisions as payout_decisions
+from app.services.payouts import processing as payout_processing
 from app.services.statements import StatementRow
-from app.services.transactions import refunds, settlement
+from app.services.transactions import refund_funding, settlement
 
 KIND_LABELS = {
     settlement.SETTLEMENT: "Payment received",
     releases.RELEASE: "Released to available",
-    payouts.DEBIT: "Payout",
-    payouts.REFUND: "Payout refunded",
-    refunds.DEBIT: "Refund",
-    refunds.REVERSAL: "Refund failed, returned",
+    payout_decisions.DEBIT: "Payout",
+    payout_processing.REFUND: "Payout refunded",
+    refund_funding.DEBIT: "Refund",
+    refund_funding.REVERSAL: "Refund failed, returned",
     dispute_cases.HOLD: "Dispute: amount held",
     dispute_cases.RELEASE: "Dispute won: hold released",
     dispute_cases.LOSS: "Dispute lost: hold sent to the payer",

@@ -1,17 +1,16 @@
 """Webhooks in the dashboard: the endpoints of a mode (add, edit, enable or disable, rotate
-the secret, delete, recover failed deliveries), the delivery log with its filters and CSV
-export, and one delivery with what was sent and answered, and a resend button.
+the secret, delete, recover failed deliveries). The delivery log, one delivery and its resend
+button are `webhook_deliveries`.
 
 Every read and write goes through `app.services.webhooks`, the functions behind
-`/v1/webhooks`, so the page obeys the API's rules: the recover and resend buttons show exactly
-where `endpoints.resendability` allows them. The service knows no roles (an API key acts for
-its whole account), so the role rule is added here: managing endpoints is for OWNER and
-ADMIN, and a MEMBER who posts a form by hand gets 403. A signing secret is shown only in
-the answer to the POST that made it: never in a redirect, a flash or the session.
+`/v1/webhooks`, so the page obeys the API's rules: the recover button shows exactly where
+`endpoints.resendability` allows it. The service knows no roles (an API key acts for its
+whole account), so the role rule is added here (`webhook_role`, `managers_only`): managing
+endpoints and deliveries is for OWNER and ADMIN, and a MEMBER who posts a form by hand gets
+403. A signing secret is shown only in the answer to the POST that made it: never in a
+redirect, a flash or the session.
 """
 
-import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
@@ -21,51 +20,27 @@ from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
-from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
-from app.dashboard.forms import (
-    ConfirmForm,
+from app.dashboard.forms import ConfirmForm, submitted
+from app.dashboard.forms.webhooks import (
     WebhookEndpointEditForm,
     WebhookEndpointForm,
     WebhookRecoverForm,
     WebhookStatusForm,
-    submitted,
 )
-from app.dashboard.params import MODES, QueryFilters, choice_arg, mode_arg, page_arg
+from app.dashboard.params import MODES, mode_arg
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import show_error
 from app.errors import Conflict, InvalidRequest
 from app.extensions import db
 from app.formats import event_catalog
-from app.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookEndpoint
+from app.models import EndpointStatus, WebhookEndpoint
 from app.services.allowances import Allowance, manager_allowance
 from app.services.webhooks import alerts, relay
-from app.services.webhooks import delivery as webhook_delivery
 from app.services.webhooks import endpoints as webhook_endpoints
-from app.services.webhooks import log as delivery_log
 from app.templating import DISPLAY_TIMEZONE
 
-PER_PAGE = 25
-DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
-EVENT_TYPES = event_catalog.DELIVERABLE
 EVENT_DESCRIPTIONS = {entry.event: entry.description for entry in event_catalog.CATALOG}
 FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
-CSV_COLUMNS = (
-    "id",
-    "created_at",
-    "event_type",
-    "event_id",
-    "endpoint_id",
-    "endpoint_url",
-    "status",
-    "attempts",
-    "max_attempts",
-    "last_status_code",
-    "last_error",
-    "last_attempt_at",
-    "next_retry_at",
-    "delivered_at",
-    "resent_from_id",
-)
 
 
 @dataclass(frozen=True)
@@ -85,15 +60,13 @@ class Editing:
     form: WebhookEndpointEditForm
 
 
-@dataclass(frozen=True)
-class DeliveryFilters(QueryFilters):
-    """The log's query string, so every link (mode, filters, pages) keeps the others."""
-
-    mode: str = "test"
-    status: str | None = None
-    event_type: str | None = None
-    endpoint_id: str | None = None
-    page: int = 1
+def webhook_role() -> Allowance:
+    """Managing endpoints and deliveries is for the account's OWNER and ADMIN."""
+    return manager_allowance(
+        current_membership(),
+        "Only an OWNER or ADMIN of the account can manage webhooks.",
+        "WEBHOOK_ROLE_REQUIRED",
+    )
 
 
 def managers_only(view: Callable) -> Callable:
@@ -101,7 +74,7 @@ def managers_only(view: Callable) -> Callable:
 
     @wraps(view)
     def wrapper(*args, **kwargs):
-        _role().require()
+        webhook_role().require()
         return view(*args, **kwargs)
 
     return wrapper
@@ -114,7 +87,7 @@ def webhooks_page() -> ResponseReturnValue:
     mode = mode_arg()
     editing = None
     if request.args.get("edit"):
-        _role().require()
+        webhook_role().require()
         endpoint = webhook_endpoints.get_endpoint(g.account_id, MODES[mode], request.args["edit"])
         editing = Editing(endpoint, WebhookEndpointEditForm(formdata=None, obj=endpoint))
     return _endpoints_page(mode, editing=editing)
@@ -234,99 +207,6 @@ def recover_webhook_deliveries(endpoint_id: str) -> ResponseReturnValue:
     )
 
 
-@bp.get("/webhooks/deliveries")
-@member_required
-def webhook_deliveries_page() -> ResponseReturnValue:
-    """One page of the mode's delivery log, newest first, with its filters."""
-    filters, endpoints = _delivery_filters()
-    rows, total = delivery_log.list_deliveries(
-        g.account_id,
-        MODES[filters.mode],
-        status=filters.status,
-        event_type=filters.event_type,
-        endpoint_id=filters.endpoint_id,
-        limit=PER_PAGE,
-        offset=(filters.page - 1) * PER_PAGE,
-    )
-    return render_template(
-        "dashboard/webhook_deliveries.html",
-        filters=filters,
-        deliveries=rows,
-        total=total,
-        last_page=max(1, math.ceil(total / PER_PAGE)),
-        endpoint_urls={e.id: e.url for e in endpoints},  # the filter's choices, in order
-        statuses=DELIVERY_STATUSES,
-        event_types=EVENT_TYPES,
-        csv_args=filters.args(page=1),  # the export is every page
-    )
-
-
-@bp.get("/webhooks/deliveries/export.csv")
-@member_required
-def webhook_deliveries_csv() -> ResponseReturnValue:
-    """The filtered log, every page of it, streamed as it is read (times in UTC); what was
-    sent and answered stays on each delivery's page."""
-    filters, endpoints = _delivery_filters()
-    urls = {endpoint.id: endpoint.url for endpoint in endpoints}
-    rows = delivery_log.delivery_rows(
-        g.account_id,
-        MODES[filters.mode],
-        status=filters.status,
-        event_type=filters.event_type,
-        endpoint_id=filters.endpoint_id,
-        chunk_size=EXPORT_CHUNK,
-    )
-    values = (_csv_values(delivery, urls.get(delivery.endpoint_id, "")) for delivery in rows)
-    return csv_response(CSV_COLUMNS, values, f"webhook-deliveries-{filters.mode}.csv")
-
-
-@bp.get("/webhooks/deliveries/<delivery_id>")
-@member_required
-def webhook_delivery_page(delivery_id: str) -> ResponseReturnValue:
-    """What one delivery sent (payload, headers) and the last answer it got."""
-    mode = mode_arg()
-    delivery = delivery_log.get_delivery(g.account_id, MODES[mode], delivery_id)
-    endpoints = {e.id: e for e in webhook_endpoints.list_endpoints(g.account_id, MODES[mode])}
-    endpoint = endpoints.get(delivery.endpoint_id)  # None once deleted: nothing to resend to
-    role = _role()
-    return render_template(
-        "dashboard/webhook_delivery.html",
-        mode=mode,
-        delivery=delivery,
-        endpoint=endpoint,
-        payload=json.dumps(delivery.payload, indent=2, ensure_ascii=False),
-        headers=_sent_headers(delivery),
-        signature_format=(
-            "sha256=<hex>"
-            if delivery.event_type in event_catalog.LEGACY_EVENTS
-            else "t=<unix time>,v1=<hex>"
-        ),
-        can_manage=role.allowed,
-        can_resend=endpoint is not None
-        and (webhook_endpoints.resendability(endpoint) & role).allowed,
-        confirm_form=ConfirmForm(formdata=None),
-    )
-
-
-@bp.post("/webhooks/deliveries/<delivery_id>/resend")
-@member_required
-@managers_only
-def resend_webhook_delivery(delivery_id: str) -> ResponseReturnValue:
-    """Send a delivery again as a new delivery of the same event, and show that one."""
-    mode = mode_arg()
-    submitted(ConfirmForm())
-    try:
-        copy = relay.resend(g.account_id, MODES[mode], delivery_id)
-    except Conflict as error:  # the endpoint is INACTIVE
-        flash(error.message, "error")
-        return redirect(
-            url_for("dashboard.webhook_delivery_page", delivery_id=delivery_id, mode=mode), 303
-        )
-    db.session.commit()
-    flash("Queued again: this is the new delivery of the same event.", "info")
-    return redirect(url_for("dashboard.webhook_delivery_page", delivery_id=copy.id, mode=mode), 303)
-
-
 def _endpoints_page(
     mode: str,
     *,
@@ -336,7 +216,7 @@ def _endpoints_page(
     status: int = 200,
 ) -> tuple[str, int]:
     endpoints = webhook_endpoints.list_endpoints(g.account_id, MODES[mode])
-    role = _role()
+    role = webhook_role()
     html = render_template(
         "dashboard/webhooks.html",
         mode=mode,
@@ -355,61 +235,3 @@ def _endpoints_page(
         confirm_form=ConfirmForm(formdata=None),
     )
     return html, status
-
-
-def _role() -> Allowance:
-    """Managing endpoints and deliveries is for the account's OWNER and ADMIN."""
-    return manager_allowance(
-        current_membership(),
-        "Only an OWNER or ADMIN of the account can manage webhooks.",
-        "WEBHOOK_ROLE_REQUIRED",
-    )
-
-
-def _delivery_filters() -> tuple[DeliveryFilters, list[WebhookEndpoint]]:
-    """The log's filters, and the mode's endpoints (not deleted) `endpoint_id` is one of."""
-    filters = DeliveryFilters(
-        mode=mode_arg(),
-        status=choice_arg("status", DELIVERY_STATUSES),
-        event_type=choice_arg(
-            "event_type", EVENT_TYPES, "event_type is an event name from the catalog."
-        ),
-        endpoint_id=request.args.get("endpoint_id") or None,
-        page=page_arg(),
-    )
-    endpoints = webhook_endpoints.list_endpoints(g.account_id, MODES[filters.mode])
-    if filters.endpoint_id is not None and filters.endpoint_id not in {e.id for e in endpoints}:
-        raise InvalidRequest("endpoint_id is one of this mode's endpoints.", param="endpoint_id")
-    return filters, endpoints
-
-
-def _csv_values(delivery: WebhookDelivery, endpoint_url: str) -> tuple:
-    """One delivery; free text goes through the wallet export's formula guard. A deleted
-    endpoint's address is left empty, as the log shows it."""
-    return (
-        delivery.id,
-        utc_text(delivery.created_at),
-        delivery.event_type,
-        delivery.event_id,
-        delivery.endpoint_id,
-        spreadsheet_cell(endpoint_url),
-        str(delivery.status),
-        delivery.attempts,
-        delivery.max_attempts,
-        "" if delivery.last_status_code is None else delivery.last_status_code,
-        spreadsheet_cell(delivery.last_error or ""),
-        utc_text(delivery.last_attempt_at),
-        utc_text(delivery.next_retry_at),
-        utc_text(delivery.delivered_at),
-        delivery.resent_from_id or "",
-    )
-
-
-def _sent_headers(delivery: WebhookDelivery) -> tuple[tuple[str, str], ...]:
-    """The headers every attempt sends besides the signature (see `webhooks.delivery.prepare`)."""
-    return (
-        ("Content-Type", "application/json"),
-        ("User-Agent", webhook_delivery.USER_AGENT),
-        ("X-Acme-Event-Type", delivery.event_type),
-        ("X-Acme-Delivery-Id", delivery.id),
-    )

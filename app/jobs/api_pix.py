@@ -45,8 +45,9 @@ from app.extensions import db, get_redis
 from app.jobs import sweep
 from app.models.base import utcnow
 from app.providers import api_pix_client, live_pix_configured
-from app.providers.api_pix.client import ApiPixUnavailable, ListingPosition
+from app.providers.api_pix.client import ListingPosition
 from app.providers.api_pix.mapping import REMOVED_BY_PSP, PixEntry
+from app.providers.api_pix.problems import ApiPixUnavailable
 from app.services import api_pix_inbound
 from app.services.transactions import charges
 

@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 from app.extensions import db, get_redis
 from app.jobs import sweep
 from app.retries import backoff
-from app.services.transactions import payments
+from app.services.transactions import payment_finalisation
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ FAILURES_KEY = "acme_finalise_failures:{}"
 
 def finalise_payment(transaction_id: str) -> str:
     """Ask the provider for the payment's instructions; returns the status it ends in."""
-    payment = payments.finalise(transaction_id)
+    payment = payment_finalisation.finalise(transaction_id)
     db.session.commit()
     return str(payment.status)
 
@@ -38,7 +38,9 @@ def sweep_payments() -> int:
     """Finalise payments left PENDING past their job and past their backoff; one failure
     never holds up the rest. Returns how many it tried."""
     due = [
-        transaction_id for transaction_id in payments.unfinalised() if not _waiting(transaction_id)
+        transaction_id
+        for transaction_id in payment_finalisation.unfinalised()
+        if not _waiting(transaction_id)
     ]
     sweep(
         due,

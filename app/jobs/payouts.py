@@ -10,7 +10,7 @@ import logging
 
 from app.extensions import db
 from app.jobs import sweep
-from app.services import payouts
+from app.services.payouts import processing
 
 log = logging.getLogger(__name__)
 
@@ -18,11 +18,11 @@ log = logging.getLogger(__name__)
 def process_payout(payout_id: str) -> str | None:
     """Send one approved payout through its provider; returns the status it ends in, or None
     when another sender has it or nothing is left to send."""
-    payout = payouts.start_processing(payout_id)
+    payout = processing.start_processing(payout_id)
     db.session.commit()
     if payout is None:
         return None
-    payouts.send(payout)
+    processing.send(payout)
     db.session.commit()
     return str(payout.status)
 
@@ -30,6 +30,6 @@ def process_payout(payout_id: str) -> str | None:
 def sweep_payouts() -> int:
     """Process approvals whose job never ran (Redis was down) and payouts stuck mid-way; one
     payout's failure (a provider outage) never holds up the others."""
-    due = payouts.due_for_processing()
+    due = processing.due_for_processing()
     sweep(due, process_payout, log=log, failure="payout processing failed; retried later")
     return len(due)

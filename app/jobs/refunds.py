@@ -9,14 +9,14 @@ import logging
 from app.extensions import db
 from app.jobs import sweep
 from app.models import RefundStatus
-from app.services.transactions import refunds
+from app.services.transactions import refund_funding, refund_submission
 
 log = logging.getLogger(__name__)
 
 
 def submit_refund(refund_id: str) -> str | None:
     """Hand one refund to its provider; returns the status it ends in."""
-    refund = refunds.submit(refund_id)
+    refund = refund_submission.submit(refund_id)
     db.session.commit()
     return str(refund.status) if refund else None
 
@@ -27,19 +27,19 @@ def poll_refunds() -> int:
     poll that fails keeps the submission just made (its provider reference) instead of
     rolling it back with it."""
     sweep(
-        refunds.waiting_refunds(),
-        refunds.fund,
+        refund_funding.waiting_refunds(),
+        refund_funding.fund,
         log=log,
         failure="refund funding failed; retried later",
     )
-    due = refunds.due_refunds()
+    due = refund_submission.due_refunds()
     sweep(due, _submit_then_poll, log=log, failure="refund polling failed; retried later")
     return len(due)
 
 
 def _submit_then_poll(refund_id: str) -> None:
     """Submit the refund (if still due), then poll it once it is in progress."""
-    refund = refunds.submit(refund_id)
+    refund = refund_submission.submit(refund_id)
     db.session.commit()
     if refund is not None and refund.status is RefundStatus.IN_PROGRESS:
-        refunds.poll(refund_id)
+        refund_submission.poll(refund_id)

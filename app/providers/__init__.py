@@ -10,9 +10,10 @@ from flask import current_app
 
 from app.errors import Unprocessable
 from app.models import KeyMode
-from app.providers.api_pix.client import ApiPixClient, ApiPixSettings
+from app.providers.api_pix.client import ApiPixClient
 from app.providers.api_pix.mapping import payer_document_path
 from app.providers.api_pix.provider import ApiPixProvider
+from app.providers.api_pix.settings import ApiPixSettings
 from app.providers.base import PaymentProvider
 from app.providers.sandbox import SandboxProvider
 

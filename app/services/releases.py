@@ -4,7 +4,7 @@ Each settlement schedules a tranche for its release time, from `SETTLEMENT_HOLD`
 (midnight in São Paulo of the Nth Brazilian business day after the payment's local date) or
 `<seconds>s` (a fixed delay). The `rq cron` job releases due tranches through the ledger,
 one posting per tranche, so a tranche can never be released twice. A refund of the payment
-takes what it can from the payment's tranche while it waits (`refunds`), so a tranche
+takes what it can from the payment's tranche while it waits (`refund_funding`), so a tranche
 releases what is left of it.
 """
 

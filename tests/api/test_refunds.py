@@ -24,14 +24,13 @@ from app.providers.base import ProviderError, ProviderRefused
 from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
 from app.services.simulated_payer import SANDBOX_PAYER_CPF
 from app.services.transactions import pix_payments
-from app.services.transactions.refunds import (
+from app.services.transactions.refund_submission import (
     MAX_SUBMIT_ATTEMPTS,
     MAX_SUBMIT_BACKOFF,
     SUBMIT_GRACE,
-    RefundOrder,
-    request_refund,
     submit_backoff,
 )
+from app.services.transactions.refunds import RefundOrder, request_refund
 from tests.support import charges, factories
 from tests.support.http import assert_error
 from tests.support.payments import finalised, refund

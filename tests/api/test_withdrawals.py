@@ -14,7 +14,8 @@ from app.models import Event, LedgerPosting, Payout, Role
 from app.models.base import utcnow
 from app.providers.base import ProviderError
 from app.providers.sandbox import FAILING_AMOUNT, SandboxProvider
-from app.services import ledger, payouts
+from app.services import ledger
+from app.services.payouts import processing as payout_processing
 from tests.support import factories
 from tests.support.dashboard import post_form, sign_in
 from tests.support.http import assert_error, bearer, count_rows, login
@@ -489,7 +490,7 @@ def test_an_unknown_provider_outcome_keeps_the_payout_processing(
     with app.app_context():
         assert payout_jobs.process_payout(payout["id"]) is None  # its sender is not yet silent
         stale = utcnow() + timedelta(minutes=6)
-        assert payouts.start_processing(payout["id"], now=stale) is not None
+        assert payout_processing.start_processing(payout["id"], now=stale) is not None
         db.session.rollback()
         db.session.execute(
             sa.update(Payout)

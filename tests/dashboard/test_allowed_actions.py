@@ -10,9 +10,11 @@ import re
 from app.extensions import db
 from app.formats.payments import transaction_id
 from app.models import KeyMode, Refund, Role
-from app.services import accounts, payouts
+from app.services import accounts
 from app.services.disputes import allowances
 from app.services.disputes.listing import get_case
+from app.services.payouts import listing as payout_listing
+from app.services.payouts import requesting as payout_requests
 from app.services.transactions import charges, payments, refunds
 from app.services.webhooks import endpoints as webhook_endpoints
 from tests.support import charges as charge_calls
@@ -304,7 +306,9 @@ def test_each_payout_shows_a_cancel_button_exactly_when_it_may_be_cancelled(app,
         expected = {
             f"{PAYOUTS}/{payout_id}/cancel"
             for payout_id in made.values()
-            if payouts.cancellability(payouts.get(shop.account_id, payout_id), membership).allowed
+            if payout_requests.cancellability(
+                payout_listing.get(shop.account_id, payout_id), membership
+            ).allowed
         }
         db.session.rollback()
     assert expected == {f"{PAYOUTS}/{made['pending']}/cancel"}

@@ -284,14 +284,14 @@ def test_the_csv_export_streams_every_page_with_the_filters(
     old = created(client, api_key)["id"]
     _set_created_at(app, old, datetime(2025, 1, 10, 15, 0, tzinfo=UTC))
     calls = []
-    real = payments_page_module.payments._listed_page
+    real = payments_page_module.payment_listing._listed_page
 
     def spy(account_id, mode, query):
         calls.append((query.page, query.limit, query.status))
         return real(account_id, mode, query)
 
     monkeypatch.setattr(payments_page_module, "EXPORT_CHUNK", 2)
-    monkeypatch.setattr(payments_page_module.payments, "_listed_page", spy)
+    monkeypatch.setattr(payments_page_module.payment_listing, "_listed_page", spy)
     sign_in(client, owner)
 
     # the job that finalised the paid one finalised the five too: they wait for payment

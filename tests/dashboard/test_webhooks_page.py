@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from rq import SimpleWorker
 
-from app.dashboard import webhooks as webhook_pages
+from app.dashboard import webhook_deliveries as webhook_pages
 from app.extensions import WEBHOOK_QUEUE, db, get_queue
 from app.jobs import webhooks as webhook_jobs
 from app.models import EndpointStatus, KeyMode, Role, WebhookDelivery, WebhookEndpoint
@@ -321,7 +321,7 @@ def test_the_log_lists_real_deliveries_and_filters_them(
     assert '<option value="charge.created" selected>' in only
     assert "No test deliveries match these filters." in _text(client.get(f"{LOG}?status=FAILED"))
 
-    monkeypatch.setattr("app.dashboard.webhooks.PER_PAGE", 1)
+    monkeypatch.setattr("app.dashboard.webhook_deliveries.PER_PAGE", 1)
     first = _text(client.get(f"{LOG}?status=DELIVERED&endpoint_id={endpoint_id}"))
     assert "Page 1 of 2 (2 deliveries)" in first
     next_link = re.search(r'<a href="([^"]+)">Next page</a>', first).group(1)

@@ -19,7 +19,7 @@ from app.jobs import webhooks as webhook_jobs
 from app.models import Event, Payout, PayoutStatus, WebhookDelivery
 from app.models.base import utcnow
 from app.services.api_rate_limits import REMAINING_HEADER as REMAINING
-from app.services.payouts import JOB_GRACE
+from app.services.payouts.processing import JOB_GRACE
 from tests.support import charges, factories, payouts
 from tests.support import disputes as d
 from tests.support.http import bearer, login

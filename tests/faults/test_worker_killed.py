@@ -16,7 +16,7 @@ from app.jobs import webhooks as webhook_jobs
 from app.models import Event, LedgerPosting, Payout, WebhookDelivery
 from app.models.base import utcnow
 from app.services import ledger
-from app.services.payouts import STUCK_AFTER
+from app.services.payouts.processing import STUCK_AFTER
 from tests.support import charges, payouts
 from tests.support.processes import kill_group, wait_for
 from tests.support.rows import update_row

@@ -55,12 +55,21 @@ from app.jobs.refunds import poll_refunds, submit_refund
 from app.jobs.wallets import release_settlements
 from app.models import KeyMode, Membership, Transaction, Wallet
 from app.models.base import utcnow
-from app.services import accounts, payouts, releases, simulated_payer
+from app.services import accounts, releases, simulated_payer
 from app.services.disputes import cases as dispute_cases
 from app.services.disputes.cases import DisputeNotice
 from app.services.disputes.listing import get_case
-from app.services.payouts import NewPayout
-from app.services.transactions import charges, payments, refunds
+from app.services.payouts import decisions as payout_decisions
+from app.services.payouts import requesting as payout_requests
+from app.services.payouts.requesting import NewPayout
+from app.services.transactions import (
+    charges,
+    payment_finalisation,
+    payments,
+    refund_funding,
+    refund_submission,
+    refunds,
+)
 from app.services.transactions.refunds import RefundOrder
 from tests.money import oracle as o
 from tests.money.oracle import FAILING_AMOUNT, Oracle
@@ -136,8 +145,8 @@ def _payout_fee(app, amount: int) -> int:
 
 def sweep_waiting_refunds() -> None:
     """The funding half of the refund polling job: every waiting refund, oldest first."""
-    for refund_id in refunds.waiting_refunds():
-        refunds.fund(refund_id)
+    for refund_id in refund_funding.waiting_refunds():
+        refund_funding.fund(refund_id)
         db.session.commit()
 
 
@@ -281,7 +290,7 @@ class ServiceMachine(MoneyMachine):
             )
             payment_id = payments.create_payment(account_id, TEST, new).id
             db.session.commit()
-            payments.finalise(payment_id)
+            payment_finalisation.finalise(payment_id)
             db.session.commit()
             simulated_payer.pay_by_method(db.session.get(Transaction, payment_id), "CREDIT_CARD")
         else:
@@ -331,11 +340,11 @@ class ServiceMachine(MoneyMachine):
             self._refunds(o.WAITING, o.FUNDED, o.IN_PROGRESS), pick, self._of_undecided_case
         )
         if refund.state == o.IN_PROGRESS:
-            refunds.poll(refund.key)
+            refund_submission.poll(refund.key)
             db.session.commit()
             self.model.poll(refund.key)
         else:
-            refunds.submit(refund.key)
+            refund_submission.submit(refund.key)
             db.session.commit()
             self.model.submit(refund.key)
 
@@ -417,7 +426,7 @@ class ServiceMachine(MoneyMachine):
             test=True,
         )
         payout, code = self._attempt(
-            lambda: payouts.request_payout(self._membership(account_id), new).id
+            lambda: payout_requests.request_payout(self._membership(account_id), new).id
         )
         _expect(
             f"payout of {amount}", self.model.payout_request_refusal(account_id, amount, fee), code
@@ -430,7 +439,7 @@ class ServiceMachine(MoneyMachine):
     def approve_payout(self, pick):
         payout = _pick(self._payouts(), pick, lambda p: p.state == o.PENDING)
         expected = self.model.approval_refusal(payout.key)
-        _, code = self._attempt(lambda: payouts.approve(payout.key, self.staff_id))
+        _, code = self._attempt(lambda: payout_decisions.approve(payout.key, self.staff_id))
         _expect(f"approval of {payout.key}", expected, code)
         if code is None:
             self.model.approve(payout.key)
@@ -440,7 +449,7 @@ class ServiceMachine(MoneyMachine):
     def reject_payout(self, pick):
         payout = _pick(self._payouts(), pick, lambda p: p.state == o.PENDING)
         expected = None if payout.state == o.PENDING else o.NOT_PENDING
-        _, code = self._attempt(lambda: payouts.reject(payout.key, self.staff_id, None))
+        _, code = self._attempt(lambda: payout_decisions.reject(payout.key, self.staff_id, None))
         _expect(f"rejection of {payout.key}", expected, code)
         if code is None:
             self.model.reject(payout.key)
@@ -451,7 +460,7 @@ class ServiceMachine(MoneyMachine):
         payout = _pick(self._payouts(), pick, lambda p: p.state == o.PENDING)
         expected = None if payout.state == o.PENDING else o.NOT_CANCELLABLE
         membership = self._membership(payout.wallet)
-        _, code = self._attempt(lambda: payouts.cancel(membership, payout.key))
+        _, code = self._attempt(lambda: payout_requests.cancel(membership, payout.key))
         _expect(f"cancel of {payout.key}", expected, code)
         if code is None:
             self.model.cancel_payout(payout.key)
@@ -745,9 +754,9 @@ def test_the_service_layer_replays_the_dispute_hold_leak(app, monkeypatch):
         db.session.commit()
         held_at_opening = get_case(account_id, TEST, case_id).held_amount
 
-        refunds.submit(refund_id)
+        refund_submission.submit(refund_id)
         db.session.commit()
-        refunds.poll(refund_id)  # 503,00: the payer's bank refuses the refund
+        refund_submission.poll(refund_id)  # 503,00: the payer's bank refuses the refund
         db.session.commit()
         dispute_cases.accept(account_id, TEST, case_id)
         db.session.commit()

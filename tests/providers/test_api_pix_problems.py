@@ -9,8 +9,7 @@ import logging
 import pytest
 import requests
 
-from app.providers.api_pix import ApiPixRefused, ApiPixUnavailable
-from app.providers.api_pix import client as client_module
+from app.providers.api_pix import ApiPixRefused, ApiPixUnavailable, problems
 from app.providers.api_pix.mapping import cob_body, txid_for
 from tests.support.charges import CPF, create, created
 from tests.support.fake_api_pix import RECEIVER_KEY
@@ -208,14 +207,14 @@ def test_everything_a_psp_sends_is_capped(monkeypatch, client):
         client.put_cob(TXID, body())
 
     error = refused.value
-    assert len(error.message) <= client_module.MAX_MESSAGE_LENGTH
+    assert len(error.message) <= problems.MAX_MESSAGE_LENGTH
     assert error.message.endswith(f"[correlationId {error.correlation_id}]")
-    assert len(error.correlation_id) <= client_module.MAX_NAME_LENGTH
-    assert len(error.code) <= client_module.MAX_NAME_LENGTH
-    assert len(error.violations) == client_module.MAX_VIOLATIONS
+    assert len(error.correlation_id) <= problems.MAX_NAME_LENGTH
+    assert len(error.code) <= problems.MAX_NAME_LENGTH
+    assert len(error.violations) == problems.MAX_VIOLATIONS
     for field, reason in error.violations:
-        assert len(field) <= client_module.MAX_NAME_LENGTH
-        assert len(reason) <= client_module.MAX_PROBLEM_TEXT
+        assert len(field) <= problems.MAX_NAME_LENGTH
+        assert len(reason) <= problems.MAX_PROBLEM_TEXT
 
 
 def test_a_problem_echoing_our_webhook_url_has_its_secret_masked(monkeypatch, client, caplog):

@@ -10,8 +10,7 @@ from datetime import timedelta
 import pytest
 import requests
 
-from app.providers.api_pix import ApiPixClient, ApiPixSettings, ApiPixUnavailable
-from app.providers.api_pix import client as client_module
+from app.providers.api_pix import ApiPixClient, ApiPixSettings, ApiPixUnavailable, problems
 from app.providers.api_pix.mapping import cob_body, txid_for
 from tests.support.fake_api_pix import RECEIVER_KEY
 
@@ -84,7 +83,7 @@ def test_an_http_date_retry_after_is_read(psp, client, sleeps):
     with pytest.raises(ApiPixUnavailable) as unavailable:
         client.put_cob(TXID, body())
 
-    assert unavailable.value.retry_after == client_module.MAX_RETRY_AFTER
+    assert unavailable.value.retry_after == problems.MAX_RETRY_AFTER
     assert sleeps == []
 
 

@@ -7,7 +7,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from app.config import DEVELOPMENT_SECRET, PROJECT_ROOT, load_settings
-from app.providers.api_pix.client import DEFAULT_SCOPES, DEFAULT_TIMEOUT_SECONDS, ApiPixSettings
+from app.providers.api_pix.settings import DEFAULT_SCOPES, DEFAULT_TIMEOUT_SECONDS, ApiPixSettings
 from app.settings_checks import validate_settings
 
 SETTINGS_UNDER_TEST = (

@@ -30,7 +30,7 @@ from app.models import (
     Transaction,
     TransactionStatus,
 )
-from app.services import payouts
+from app.services.payouts import lifecycle as payout_lifecycle
 from app.services.state_machine import ILLEGAL_MOVE, StateMachine
 from app.services.transactions import lifecycle
 from tests.support import factories
@@ -41,7 +41,7 @@ MOVER = APP / "services" / "state_machine.py"
 NOT_LIFECYCLE_STATUSES = frozenset(
     {
         ("errors.py", "error.status"),  # the HTTP status of a translated Werkzeug error
-        ("providers/api_pix/client.py", "self.status"),  # the PSP's HTTP answer status
+        ("providers/api_pix/problems.py", "self.status"),  # the PSP's HTTP answer status
     }
 )
 
@@ -51,7 +51,7 @@ MACHINES = {
         "TRANSACTION_MACHINE",
         TransactionStatus,
     ),
-    "payout": ("app.services.payouts", "PAYOUT_MACHINE", PayoutStatus),
+    "payout": ("app.services.payouts.lifecycle", "PAYOUT_MACHINE", PayoutStatus),
     "refund": ("app.services.transactions.refund_states", "REFUND_MACHINE", RefundStatus),
     "dispute_case": ("app.services.disputes.cases", "CASE_MACHINE", DisputeStatus),
     "webhook_delivery": ("app.services.webhooks.delivery", "DELIVERY_MACHINE", DeliveryStatus),
@@ -102,7 +102,7 @@ def test_a_payout_row_refuses_an_illegal_move(app):
             fee=0,
             currency="BRL",
         )
-        _assert_refused(completed, payouts._transition, PayoutStatus.PROCESSING)
+        _assert_refused(completed, payout_lifecycle.transition, PayoutStatus.PROCESSING)
 
 
 def test_no_module_sets_a_status_but_the_state_machine():

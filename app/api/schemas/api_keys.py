@@ -7,17 +7,16 @@ from app.models import KeyMode
 from app.services.api_keys import MAX_LABEL_LENGTH
 
 
-class ApiKeyCreateSchema(ma.Schema):
-    label = Text(
-        load_default=None, allow_none=True, validate=ma.validate.Length(max=MAX_LABEL_LENGTH)
-    )
-    test = StrictBoolean(load_default=False)
-
-
 class ApiKeyRotateSchema(ma.Schema):
     label = Text(
         load_default=None, allow_none=True, validate=ma.validate.Length(max=MAX_LABEL_LENGTH)
     )
+
+
+class ApiKeyCreateSchema(ApiKeyRotateSchema):
+    """A new key takes the label a rotation may change, and its mode."""
+
+    test = StrictBoolean(load_default=False)
 
 
 class ApiKeySchema(ma.Schema):

@@ -10,6 +10,8 @@ import marshmallow as ma
 from app.api.schemas.fields import (
     TAX_ID_RULE,
     UUID,
+    Amount,
+    CursorPageSchema,
     DateTimeParam,
     EmailAddress,
     Pattern,
@@ -54,12 +56,7 @@ class CustomerInputSchema(ma.Schema):
 
 
 class ChargeCreateSchema(ma.Schema):
-    amount = ma.fields.Integer(
-        required=True,
-        strict=True,
-        validate=ma.validate.Range(min=1, max=MAX_AMOUNT),
-        metadata={"error_code": "invalid_amount", "description": "Centavos."},
-    )
+    amount = Amount(required=True, maximum=MAX_AMOUNT, description="Centavos.")
     currency = ma.fields.String(
         load_default=PIX_CURRENCY,
         metadata={"enum": [PIX_CURRENCY], "description": "Pix charges are in BRL."},
@@ -115,11 +112,8 @@ class ChargeQuerySchema(QueryArgsSchema):
     customer_id = TaxId(metadata={"description": f"The payer's document. {TAX_ID_RULE}"})
 
 
-class ChargeListSchema(ma.Schema):
-    object = ma.fields.String(metadata={"enum": ["list"]})
+class ChargeListSchema(CursorPageSchema):
     data = ma.fields.List(ma.fields.Nested(ChargeSchema))
-    has_more = ma.fields.Boolean()
-    next_cursor = ma.fields.String(allow_none=True)
 
 
 class SandboxPaymentSchema(ma.Schema):

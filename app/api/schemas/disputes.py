@@ -5,6 +5,7 @@ import marshmallow as ma
 
 from app.api.schemas.fields import (
     UUID,
+    CursorPageSchema,
     DateBoundParam,
     Pattern,
     QueryArgsSchema,
@@ -77,11 +78,8 @@ class CaseQuerySchema(QueryArgsSchema):
         return CaseQuery(**data)
 
 
-class CaseListSchema(ma.Schema):
-    object = ma.fields.String(metadata={"enum": ["list"]})
+class CaseListSchema(CursorPageSchema):
     data = ma.fields.List(ma.fields.Nested(MedCaseSchema))
-    has_more = ma.fields.Boolean()
-    next_cursor = ma.fields.String(allow_none=True)
 
 
 class AppealSchema(ma.Schema):

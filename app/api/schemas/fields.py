@@ -6,6 +6,8 @@ from datetime import UTC, date, datetime, time, timedelta
 import marshmallow as ma
 from email_validator import SPECIAL_USE_DOMAIN_NAMES
 
+from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
+
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -80,6 +82,18 @@ class Text(ma.fields.String):
         self.validators.append(Pattern(NUL_FREE, error=NUL_REFUSED))
 
 
+class IdempotencyKey(Text):
+    """A request body's idempotency key (`app.api.idempotency`), of the length
+    `services.idempotency.validate_key` takes."""
+
+    def __init__(self, *, description: str):
+        super().__init__(
+            required=True,
+            validate=ma.validate.Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH),
+            metadata={"description": description},
+        )
+
+
 class TaxId(ma.fields.String):
     """A CPF or CNPJ: the pattern states its shape, the description its check digits."""
 
@@ -87,6 +101,19 @@ class TaxId(ma.fields.String):
         super().__init__(
             validate=[ma.validate.Length(max=32), Pattern(TAX_ID, error=TAX_ID_RULE)],
             metadata={"description": TAX_ID_RULE, "example": "529.982.247-25", **(metadata or {})},
+            **kwargs,
+        )
+
+
+class Amount(ma.fields.Integer):
+    """An amount to act on, in the currency's smallest unit: a JSON integer (never "100" or
+    100.0) from 1 to `maximum` (unbounded when None); a refused one is `invalid_amount`."""
+
+    def __init__(self, *, description: str, maximum: int | None = None, **kwargs):
+        super().__init__(
+            strict=True,
+            validate=ma.validate.Range(min=1, max=maximum),
+            metadata={"error_code": "invalid_amount", "description": description},
             **kwargs,
         )
 
@@ -194,3 +221,19 @@ class DateBoundParam(UtcDateTime):
             start = datetime.combine(day, time.min, tzinfo=UTC)
             return start + timedelta(days=1, microseconds=-1) if self.end else start
         return super()._deserialize(value, attr, data, **kwargs)
+
+
+class CursorPageSchema(ma.Schema):
+    """A page of a cursor listing (`app.api.pages.cursor_page`); a subclass declares `data`."""
+
+    object = ma.fields.String(metadata={"enum": ["list"]})
+    has_more = ma.fields.Boolean()
+    next_cursor = ma.fields.String(allow_none=True)
+
+
+class NumberedPageSchema(ma.Schema):
+    """A numbered page (`app.api.pages.numbered_page`); a subclass declares `data`."""
+
+    total = ma.fields.Integer()
+    page = ma.fields.Integer()
+    limit = ma.fields.Integer()

@@ -6,8 +6,11 @@ import marshmallow as ma
 
 from app.api.schemas.charges import METADATA_RULE
 from app.api.schemas.fields import (
+    Amount,
     DateBoundParam,
     EmailAddress,
+    IdempotencyKey,
+    NumberedPageSchema,
     Pattern,
     QueryArgsSchema,
     QueryInteger,
@@ -19,36 +22,25 @@ from app.models import RefundStrategy
 from app.models.base import MAX_PAGE_OR_OFFSET
 from app.models.constants import PAYMENT_CURRENCY_CODE
 from app.services.transactions.charges import MAX_AMOUNT
+from app.services.transactions.payment_listing import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, SORTABLE
 from app.services.transactions.payment_stats import MAX_DAYS
 from app.services.transactions.payments import (
-    DEFAULT_PAGE_LIMIT,
     MAX_CUSTOMER_DOCUMENT,
     MAX_CUSTOMER_ID,
     MAX_CUSTOMER_NAME,
-    MAX_PAGE_LIMIT,
     MAX_URL_LENGTH,
     METHODS,
-    SORTABLE,
     NewPayment,
 )
 from app.services.transactions.refunds import MAX_REASON, RefundOrder
 
 # Letters and digits once the formatting (. - / and spaces) is removed; blank means none.
 CUSTOMER_DOCUMENT = r"^(?: *|[ ./-]*[A-Za-z0-9][A-Za-z0-9 ./-]*)$"
-IDEMPOTENCY_KEY = {
-    "required": True,
-    "validate": ma.validate.Length(min=8, max=128),
-    "metadata": {"description": "Required, 8-128 characters; a replay returns the original."},
-}
+IDEMPOTENCY_KEY_RULE = "Required, 8-128 characters; a replay returns the original."
 
 
 class PaymentCreateSchema(ma.Schema):
-    amount = ma.fields.Integer(
-        required=True,
-        strict=True,
-        validate=ma.validate.Range(min=1, max=MAX_AMOUNT),
-        metadata={"error_code": "invalid_amount", "description": "Smallest unit."},
-    )
+    amount = Amount(required=True, maximum=MAX_AMOUNT, description="Smallest unit.")
     currency = ma.fields.String(
         load_default="BRL",
         validate=Pattern.whole(
@@ -88,7 +80,7 @@ class PaymentCreateSchema(ma.Schema):
             "description": "Exactly the URL of one of the account's active webhook endpoints."
         },
     )
-    idempotencyKey = Text(**IDEMPOTENCY_KEY)
+    idempotencyKey = IdempotencyKey(description=IDEMPOTENCY_KEY_RULE)
 
     @ma.post_load
     def _to_new_payment(self, data, **kwargs) -> NewPayment:
@@ -119,11 +111,8 @@ class PaymentQuerySchema(QueryArgsSchema):
     sortOrder = ma.fields.String(load_default="desc", validate=ma.validate.OneOf(["asc", "desc"]))
 
 
-class PaymentPageSchema(ma.Schema):
+class PaymentPageSchema(NumberedPageSchema):
     data = ma.fields.List(ma.fields.Nested(ListedPaymentSchema))
-    total = ma.fields.Integer()
-    page = ma.fields.Integer()
-    limit = ma.fields.Integer()
 
 
 class StatsQuerySchema(QueryArgsSchema):
@@ -179,12 +168,8 @@ class MetricsSchema(ma.Schema):
 
 
 class RefundCreateSchema(ma.Schema):
-    idempotencyKey = Text(**IDEMPOTENCY_KEY)
-    amount = ma.fields.Integer(
-        strict=True,
-        validate=ma.validate.Range(min=1),
-        metadata={"error_code": "invalid_amount", "description": "Omitted means the rest."},
-    )
+    idempotencyKey = IdempotencyKey(description=IDEMPOTENCY_KEY_RULE)
+    amount = Amount(description="Omitted means the rest.")
     reason = Text(allow_none=True, validate=ma.validate.Length(max=MAX_REASON))
     strategy = ma.fields.String(validate=ma.validate.OneOf([s.value for s in RefundStrategy]))
     passFeeToTenant = StrictBoolean()

@@ -14,6 +14,8 @@ class BalanceQuerySchema(QueryArgsSchema):
 
 
 class CurrencyBalanceSchema(ma.Schema):
+    """Dumped from `services.wallets.Balance`."""
+
     currency = ma.fields.String()
     available = ma.fields.Integer()
     pending = ma.fields.Integer()

@@ -3,6 +3,9 @@
 import marshmallow as ma
 
 from app.api.schemas.fields import (
+    Amount,
+    IdempotencyKey,
+    NumberedPageSchema,
     Pattern,
     QueryArgsSchema,
     QueryInteger,
@@ -15,12 +18,12 @@ from app.formats.payouts import PayoutSchema
 from app.models import PayoutStatus, PayoutType
 from app.models.base import MAX_PAGE_OR_OFFSET
 from app.pix.keys import PixKeyType
-from app.services.payouts import (
+from app.services.payouts.funding import BRL
+from app.services.payouts.requesting import (
     AGENCY,
     BANK_ACCOUNT_NUMBER,
     BANK_CODE,
     BEP20_ADDRESS,
-    BRL,
     CRYPTO_CURRENCY,
     CRYPTO_NETWORK,
     DESTINATION_FIELDS,
@@ -66,12 +69,7 @@ class WithdrawalCreateSchema(ma.Schema):
     type = ma.fields.String(
         required=True, validate=ma.validate.OneOf([t.value for t in PayoutType])
     )
-    amount = ma.fields.Integer(
-        required=True,
-        strict=True,
-        validate=ma.validate.Range(min=1),
-        metadata={"error_code": "invalid_amount", "description": "Smallest unit, > 0."},
-    )
+    amount = Amount(required=True, description="Smallest unit, > 0.")
     currency = ma.fields.String(
         required=True,
         validate=ma.validate.Length(min=3, max=8),
@@ -87,10 +85,8 @@ class WithdrawalCreateSchema(ma.Schema):
     cryptoNetwork = ma.fields.String(metadata={"enum": [CRYPTO_NETWORK]})
     cryptoCurrency = ma.fields.String(metadata={"enum": [CRYPTO_CURRENCY]})
     description = Text(allow_none=True, validate=ma.validate.Length(max=MAX_DESCRIPTION))
-    idempotencyKey = Text(
-        required=True,
-        validate=ma.validate.Length(min=8, max=128),
-        metadata={"description": "Required; a retry with the same key returns the first answer."},
+    idempotencyKey = IdempotencyKey(
+        description="Required; a retry with the same key returns the first answer."
     )
     test = StrictBoolean(
         load_default=False,
@@ -126,11 +122,8 @@ class WithdrawalQuerySchema(QueryArgsSchema):
     )
 
 
-class WithdrawalPageSchema(ma.Schema):
+class WithdrawalPageSchema(NumberedPageSchema):
     data = ma.fields.List(ma.fields.Nested(PayoutSchema))
-    total = ma.fields.Integer()
-    page = ma.fields.Integer()
-    limit = ma.fields.Integer()
 
 
 class RejectionSchema(ma.Schema):

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from app.models import RefundStatus, RefundStrategy
 from app.models.base import utcnow
-from app.providers.api_pix.client import ApiPixClient, ApiPixRefused, ApiPixUnavailable
+from app.providers.api_pix.client import ApiPixClient
 from app.providers.api_pix.mapping import (
     REMOVED_BY_RECEIVER,
     REMOVED_STATUSES,
@@ -27,6 +27,7 @@ from app.providers.api_pix.mapping import (
     txid_for,
     valor,
 )
+from app.providers.api_pix.problems import ApiPixRefused, ApiPixUnavailable
 from app.providers.base import (
     PaymentInstructions,
     PaymentProvider,

@@ -1,11 +1,11 @@
-"""The start-up check of the API Pix settings, beside the client and mapping that read them
-(`app.settings_checks` runs it)."""
+"""The start-up check of the API Pix settings, beside the `settings` and `mapping` that read
+them (`app.settings_checks` runs it)."""
 
 from pathlib import Path
 
 from app.config import LOCAL_ENVIRONMENTS
-from app.providers.api_pix.client import ApiPixSettings
 from app.providers.api_pix.mapping import payer_document_path
+from app.providers.api_pix.settings import ApiPixSettings
 
 # The live PSP's webhook path carries API_PIX_WEBHOOK_SECRET: long enough not to be guessed.
 MIN_API_PIX_WEBHOOK_SECRET_LENGTH = 32

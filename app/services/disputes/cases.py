@@ -59,7 +59,7 @@ from app.services.disputes.listing import CASE_PREFIX, case_object, get_case
 from app.services.events import record_event
 from app.services.ledger import Line
 from app.services.state_machine import StateMachine
-from app.services.transactions import lifecycle, payments, refunds
+from app.services.transactions import lifecycle, payments, refund_funding
 from app.services.transactions.charges import MAX_AMOUNT
 from app.services.transactions.refund_totals import refunded_total
 
@@ -318,7 +318,7 @@ def _finish(case: DisputeCase, status: DisputeStatus, outcome: MoneyOutcome) -> 
     if won and transaction.status in DISPUTED_STATUSES:
         _restore(transaction, now)
     elif not won:
-        refunds.fail_waiting(transaction, WAITING_REFUND_ENDED)
+        refund_funding.fail_waiting(transaction, WAITING_REFUND_ENDED)
     _refresh_metadata(transaction, case, now)
     if current_app.config["DISPUTE_OUTCOME_EVENTS"]:
         _record(case, "med_case.updated")

@@ -5,13 +5,23 @@ row; the formats in `app.formats` decide what each surface shows. One module per
 
 - `lifecycle`: the state table and the one `transition` that writes a status and its events.
 - `charges`: Pix charges: creation with the contract's body rules, lookup, listing, expiry.
-- `payments`: payments on every method: creation, finalisation with the provider, listing,
-  cancelling, the operations around them.
+- `payments`: payments on every method: creation with the rules between its fields, lookup,
+  cancelling, settling the non-Pix methods.
+- `payment_finalisation`: asking the provider for a new payment's instructions, and the
+  payments whose finalisation job never ran.
+- `payment_listing`: the payments list: filters, sorting by any field, the CSV export's rows.
+- `payment_operations`: re-announcing a payment's status, the provider's live view of it.
 - `pix_payments`: a Pix heard of (webhook, poll, reconciliation, simulated payer): matching it
   to a charge, the payer lock, paying, crediting, returning what cannot be kept.
 - `settlement`: crediting a paid transaction, whatever the method, fees booked apart.
-- `refunds`, `refund_states`, `refund_totals`: refunds, their state table and how much of a
-  transaction is already on its way back.
+- `refunds`: refunds as the merchant asks for them: may it be refunded, the request, lookup,
+  cancelling one that waits for money.
+- `refund_funding`: a refund's money: funding it from the wallet, ending the ones that wait,
+  giving back what funding took when it fails.
+- `refund_submission`: refunds at the provider: submitting a funded one, polling the ones in
+  progress.
+- `refund_states`, `refund_totals`: the refund state table, and how much of a transaction is
+  already on its way back.
 - `held_payment_review`: the back office's queue of Pix payments held for review.
 - `fraud`: the velocity guard: how many live charges a payer or an account may have open.
 - `receipts`: the PDFs about a transaction: the payment receipt and the boleto slip.

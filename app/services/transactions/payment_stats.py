@@ -13,7 +13,7 @@ the metrics (the funnel per currency, the median); a long window never brings tr
 rows into Python, and reads the window's rows once per statement. Amounts are in minor
 units and never mixed across currencies. The few expressions that differ between PostgreSQL
 and SQLite (the São Paulo calendar day of a timestamp, the median, "offers a method") sit in
-`_sao_paulo_day`, `_median_seconds_to_pay` and `payments.offers`.
+`_sao_paulo_day`, `_median_seconds_to_pay` and `payment_listing.offers`.
 """
 
 from dataclasses import dataclass
@@ -26,7 +26,7 @@ from app.config import PAYMENT_METHODS
 from app.extensions import db
 from app.models import DISPUTED_STATUSES, KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
-from app.services.transactions.payments import offers
+from app.services.transactions.payment_listing import offers
 
 MAX_DAYS = 3660
 DAILY_POINTS = 366  # dailyVolume keeps the most recent days only

@@ -1,0 +1,110 @@
+"""Forms of disputes: the merchant's appeal and accept on a case's page, and the staff desk's
+decision, amount confirmation and recording of a case the channel reported."""
+
+import re
+
+from flask_wtf import FlaskForm
+from wtforms import (
+    BooleanField,
+    DateTimeLocalField,
+    SelectChoice,
+    SelectField,
+    StringField,
+    TextAreaField,
+)
+from wtforms.validators import DataRequired, Length, Optional, Regexp
+
+from app.dashboard.forms.fields import AmountField, OptionalAmountField
+from app.models import DisputeType
+from app.services.disputes.cases import (
+    DECISIONS,
+    EXTERNAL_ID,
+    MAX_APPEAL,
+    MAX_REASON,
+    MED_METHODS,
+    MIN_APPEAL,
+)
+
+MAX_DECISION_NOTE = 500  # the dispute case's decision_note column
+DECISION_LABELS = {
+    "rejected": "Rejected: lost, the held amount goes to the payer",
+    "refunded_to_merchant": "Closed in the merchant's favour: the held amount is returned",
+    "closed_without_refund": "Closed without refund: the held amount is not returned",
+}
+
+
+class AppealForm(FlaskForm):
+    """The merchant contests an open dispute; the service checks the length again, trimmed."""
+
+    reason = TextAreaField(
+        "Why you contest this dispute",
+        validators=[
+            DataRequired("Explain why you contest the dispute."),
+            Length(
+                min=MIN_APPEAL,
+                max=MAX_APPEAL,
+                message=f"Write {MIN_APPEAL} to {MAX_APPEAL} characters.",
+            ),
+        ],
+    )
+
+
+class AcceptDisputeForm(FlaskForm):
+    """Accepting is final and loses the amount, so it takes a ticked box, not just a click."""
+
+    understood = BooleanField(
+        "I understand that accepting is final and the disputed amount is lost",
+        validators=[DataRequired("Tick the box to confirm that you accept the loss.")],
+    )
+
+
+class DisputeDecisionForm(FlaskForm):
+    """Staff apply the dispute channel's decision to an open or appealed case."""
+
+    decision = SelectField(
+        "Decision",
+        choices=[SelectChoice(decision, DECISION_LABELS[decision]) for decision in DECISIONS],
+    )
+    note = StringField("Note (optional)", validators=[Optional(), Length(max=MAX_DECISION_NOTE)])
+
+
+class ConfirmDisputeAmountForm(FlaskForm):
+    """Staff confirm the disputed amount of a case whose reported amount differed from the
+    charge's: it is held now, and the case can then be decided like any other."""
+
+    amount = AmountField("Amount to hold")
+
+
+class BackOfficeDisputeForm(FlaskForm):
+    """Staff record a dispute the channel reported on a paid charge. The notification's id is
+    required, so sending the form again finds the case it opened instead of a second one."""
+
+    charge_id = StringField(
+        "Charge id", validators=[DataRequired("Enter the charge id (ch_…)."), Length(max=64)]
+    )
+    external_id = StringField(
+        "Notification id",
+        validators=[
+            DataRequired("Enter the id the dispute channel gave this notification."),
+            Regexp(
+                EXTERNAL_ID,
+                matcher=re.fullmatch,
+                message="Use 1 to 64 letters, digits, '_' or '-'.",
+            ),
+        ],
+    )
+    type = SelectField(
+        "Type",
+        choices=[SelectChoice(kind.value, kind.value) for kind in DisputeType],
+        default=DisputeType.MED.value,
+    )
+    amount = OptionalAmountField("Disputed amount")
+    method = SelectField(
+        "MED method",
+        choices=[SelectChoice("", "Not reported")]
+        + [SelectChoice(method, method) for method in MED_METHODS],
+    )
+    reason = TextAreaField("Reason", validators=[Optional(), Length(max=MAX_REASON)])
+    response_deadline = DateTimeLocalField(
+        "Response deadline", format="%Y-%m-%dT%H:%M", validators=[Optional()]
+    )

@@ -1,0 +1,132 @@
+"""Forms of the payments pages: the test payment and test Pix charge on the list, and one
+payment's cancel, refund and cancel-a-refund buttons."""
+
+from flask_wtf import FlaskForm
+from wtforms import (
+    BooleanField,
+    EmailField,
+    HiddenField,
+    IntegerField,
+    SelectChoice,
+    SelectField,
+    SelectMultipleField,
+    StringField,
+)
+from wtforms.validators import DataRequired, Length, Optional
+
+from app.dashboard.forms.fields import (
+    MAX_PIX_KEY_LENGTH,
+    AmountField,
+    OptionalAmountField,
+    ReaisField,
+)
+from app.formats.payments import METHOD_LABELS
+from app.models import RefundStrategy
+from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
+from app.services.transactions.charges import MAX_DESCRIPTION
+from app.services.transactions.payments import DEFAULT_CURRENCY, MAX_CUSTOMER_NAME
+from app.services.transactions.refunds import MAX_REASON as MAX_REFUND_REASON
+
+
+class TestChargeForm(FlaskForm):
+    """A sandbox charge from the dashboard; the rules between fields are the service's.
+
+    `idempotency_key` is generated when the form is rendered, so a second click or a
+    resubmitted page finds the first charge instead of creating another. It shares the
+    payments page with the test payment form: its ids are prefixed `charge-` so each label
+    names one field, while the names it posts stay those of the old charges page.
+    """
+
+    amount = ReaisField("Amount (R$)", id="charge-amount")
+    description = StringField(
+        "Description",
+        validators=[Optional(), Length(max=MAX_DESCRIPTION)],
+        id="charge-description",
+    )
+    expires_in = IntegerField(
+        "Expires in (seconds)", validators=[Optional()], id="charge-expires_in"
+    )
+    customer_name = StringField(
+        "Customer name", validators=[Optional(), Length(max=140)], id="charge-customer_name"
+    )
+    customer_document = StringField(
+        "Customer CPF or CNPJ",
+        validators=[Optional(), Length(max=32)],
+        id="charge-customer_document",
+    )
+    expected_payer_tax_id = StringField(
+        "Accept payment only from CPF or CNPJ",
+        validators=[Optional(), Length(max=32)],
+        id="charge-expected_payer_tax_id",
+    )
+    idempotency_key = HiddenField(
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+        id="charge-idempotency_key",
+    )
+
+
+class TestPaymentForm(FlaskForm):
+    """A sandbox payment by one or more methods (`POST /v1/payments` rules, the service's).
+
+    The provider finalises it in a job right after it is created; `idempotency_key` is
+    generated when the form is rendered, so a second click finds the first payment.
+    """
+
+    amount = AmountField("Amount")
+    currency = StringField(
+        "Currency",
+        default=DEFAULT_CURRENCY,
+        validators=[DataRequired("Enter a currency code, like BRL."), Length(min=3, max=8)],
+    )
+    payment_methods = SelectMultipleField(
+        "Payment methods",
+        choices=[SelectChoice(method, label) for method, label in METHOD_LABELS.items()],
+        validators=[DataRequired("Choose at least one payment method.")],
+    )
+    customer_name = StringField(
+        "Customer name", validators=[Optional(), Length(max=MAX_CUSTOMER_NAME)]
+    )
+    customer_email = EmailField("Customer e-mail", validators=[Optional(), Length(max=254)])
+    phone = StringField("Phone for MB WAY", validators=[Optional(), Length(max=32)])
+    idempotency_key = HiddenField(
+        "Idempotency key",
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+    )
+
+
+class RefundForm(FlaskForm):
+    """Refund a paid transaction in full (amount left empty) or in part. The Pix options
+    (strategy, destination key, who pays the Pix-out fee) are read for Pix payments only;
+    every rule between them is the service's, shown beside the field it names."""
+
+    amount = OptionalAmountField("Amount to refund")
+    reason = StringField("Reason", validators=[Optional(), Length(max=MAX_REFUND_REASON)])
+    strategy = SelectField(
+        "Pix refund strategy",
+        choices=[
+            SelectChoice(RefundStrategy.CASHOUT.value, "Cashout: a new Pix to a key"),
+            SelectChoice(RefundStrategy.DEVOLUTION.value, "Devolution: return the Pix received"),
+        ],
+        default=RefundStrategy.CASHOUT.value,
+    )
+    destination_key = StringField(
+        "Destination Pix key", validators=[Optional(), Length(max=MAX_PIX_KEY_LENGTH)]
+    )
+    pass_fee_to_tenant = BooleanField("My wallet pays the Pix-out fee")
+    idempotency_key = HiddenField(
+        "Idempotency key",
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+    )
+
+
+class CancelPaymentForm(FlaskForm):
+    """The cancel button, with a key so a double click cancels once and answers twice."""
+
+    idempotency_key = HiddenField(
+        "Idempotency key",
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+    )
+
+
+class CancelRefundForm(CancelPaymentForm):
+    """The cancel button of a refund waiting for funds: a double click cancels it once."""

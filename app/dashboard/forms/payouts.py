@@ -1,0 +1,55 @@
+"""Forms of payouts: the merchant's Pix payout request, and staff refusing a payout in the
+back-office."""
+
+from flask_wtf import FlaskForm
+from wtforms import HiddenField, SelectChoice, SelectField, StringField
+from wtforms.validators import AnyOf, DataRequired, Length, Optional
+
+from app.dashboard.forms.fields import MAX_PIX_KEY_LENGTH, ReaisField
+from app.pix.keys import PixKeyType
+from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
+from app.services.payouts.requesting import MAX_DESCRIPTION
+
+MAX_REJECTION_REASON = 500  # the payout's failure_reason column
+PIX_KEY_TYPE_LABELS = {
+    PixKeyType.CPF: "CPF",
+    PixKeyType.CNPJ: "CNPJ",
+    PixKeyType.EMAIL: "E-mail",
+    PixKeyType.PHONE: "Phone (+55…)",
+    PixKeyType.EVP: "Random key (EVP)",
+}
+
+
+class PixPayoutForm(FlaskForm):
+    """A Pix payout from the dashboard; the payout rules (who may, the key, the balance, the
+    caps) are the service's, so the form only checks what it must to build the request.
+
+    `mode` is the mode of the page the form was shown on; `idempotency_key` is generated when
+    the form is rendered, so a second click finds the first payout instead of making another.
+    """
+
+    amount = ReaisField("Amount (R$)")
+    pix_key = StringField(
+        "Pix key",
+        validators=[DataRequired("Enter the Pix key to pay."), Length(max=MAX_PIX_KEY_LENGTH)],
+    )
+    pix_key_type = SelectField(
+        "Key type",
+        choices=[SelectChoice("", "Choose the key type")]
+        + [SelectChoice(key_type.value, label) for key_type, label in PIX_KEY_TYPE_LABELS.items()],
+        validators=[DataRequired("Choose the key type.")],
+    )
+    description = StringField("Description", validators=[Optional(), Length(max=MAX_DESCRIPTION)])
+    mode = HiddenField("Mode", validators=[AnyOf(("test", "live"))])
+    idempotency_key = HiddenField(
+        "Idempotency key",
+        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+    )
+
+
+class PayoutRejectionForm(FlaskForm):
+    """Staff refusing a payout; the reason is kept on the payout and shown to the merchant."""
+
+    reason = StringField(
+        "Reason (optional)", validators=[Optional(), Length(max=MAX_REJECTION_REASON)]
+    )
