@@ -209,14 +209,14 @@ TARGETS: dict[tuple[str, str], Callable[[Victim], Request]] = {
 # Operations whose path parameter names no account's object on purpose, and why.
 NOT_ACCOUNT_SCOPED: dict[tuple[str, str], str] = {
     ("GET", "/v1/pix/locations/{location_id}"): "public BR Code payload read by payers' banks; "
-    "the unguessable location id is the credential (tests/api/test_charges.py)",
+    "the unguessable location id is the credential (tests/api/charges/test_charges.py)",
     ("GET", "/v1/pix/locations/{location_id}/qr.png"): "public QR image of the same location",
     ("GET", "/v1/qr/{code_id}"): "the same public payload at the compact location of newer codes",
     ("POST", "/v1/admin/withdrawals/{withdrawal_id}/approve"): "platform staff act on every "
-    "account's payouts; a merchant's token gets 403 (tests/api/test_withdrawals.py)",
+    "account's payouts; a merchant's token gets 403 (tests/api/payouts/test_withdrawals.py)",
     ("POST", "/v1/admin/withdrawals/{withdrawal_id}/reject"): "platform staff, as approve",
     ("POST", "/v1/api-pix/webhook/{secret}/pix"): "the PSP's inbound webhook: the path secret "
-    "is the credential, no account calls it (tests/providers/test_api_pix_inbound.py)",
+    "is the credential, no account calls it (tests/providers/api_pix/test_inbound.py)",
 }
 
 

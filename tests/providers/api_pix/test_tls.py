@@ -6,7 +6,7 @@ missing or foreign client certificate, or the system CAs instead of the PSP's, f
 import pytest
 
 from app.providers.api_pix import ApiPixClient, ApiPixSettings, ApiPixUnavailable
-from tests.providers.test_api_pix_live_charges import live_charge, txid_of
+from tests.providers.api_pix.test_live_charges import live_charge, txid_of
 from tests.support.fake_api_pix import RECEIVER_KEY, start_fake_api_pix
 
 TXID = "0b0e5f4e8f0a4c559a8e3f1d2a6b7c8d"

@@ -14,7 +14,7 @@ from app.models.base import utcnow
 from app.providers.api_pix import client as client_module
 from app.providers.api_pix.mapping import COB_STATUS, REMOVED_BY_PSP
 from app.services.transactions.charges import MAX_EXPIRES_IN
-from tests.providers.test_api_pix_inbound import (  # the live merchant and its helpers
+from tests.providers.api_pix.test_inbound import (  # the live merchant and its helpers
     client,
     live,
     live_charge,
