@@ -4,9 +4,9 @@ Safe to run twice or concurrently: each charge is locked and re-checked before i
 """
 
 from app.jobs import in_batches
-from app.services.transactions import charges
+from app.services.transactions import charge_expiry
 
 
 def expire_charges() -> int:
     """Expire every unpaid charge past its `pix.expires_at`, committing batch by batch."""
-    return in_batches(lambda size: charges.expire_due_charges(batch_size=size))
+    return in_batches(lambda size: charge_expiry.expire_due_charges(batch_size=size))

@@ -75,7 +75,13 @@ from app.providers.api_pix.mapping import (
 from app.providers.api_pix.problems import ApiPixRefused
 from app.services import psp_notices
 from app.services.disputes import cases
-from app.services.transactions import charges, lifecycle, payments, pix_payments, refund_submission
+from app.services.transactions import (
+    charge_expiry,
+    lifecycle,
+    payments,
+    pix_payments,
+    refund_submission,
+)
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +180,7 @@ def apply_removed_cob(cob: dict) -> None:
     if charge_id is None:
         log.warning("the PSP removed a cob that matches no live charge", extra={"txid": txid})
         return
-    charge = charges.expire_if_due(lifecycle.lock(charge_id))
+    charge = charge_expiry.expire_if_due(lifecycle.lock(charge_id))
     if charge.status not in lifecycle.AWAITING_PAYMENT:
         log.info(
             "the PSP removed the cob of a charge no longer awaiting payment; left alone",

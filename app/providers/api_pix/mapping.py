@@ -7,8 +7,8 @@ A cob's status lands on `TransactionStatus` by `COB_STATUS`: `ATIVA` → WAITING
 Only a removal is acted on from the cob (the reconciliation job cancels a pending charge
 whose cob the PSP removed); a charge is paid only by the Pix received
 (`pix_payments.receive`, which checks amount and payer), and expires by our own clock
-(`charges.expire_due`; the API Pix keeps an expired cob `ATIVA`). provider-status shows the
-cob's status as the PSP words it.
+(`charge_expiry.expire_due_charges`; the API Pix keeps an expired cob `ATIVA`).
+provider-status shows the cob's status as the PSP words it.
 
 Refund statuses land on `RefundStatus`: `EM_PROCESSAMENTO` → IN_PROGRESS, `DEVOLVIDO` →
 REFUNDED, `NAO_REALIZADO` → FAILED. A devolução whose `natureza` is in `MED_NATUREZAS` was

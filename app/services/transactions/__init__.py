@@ -4,7 +4,8 @@ A Pix charge (`/v1/charges`, `/v1/pix/charges`) and a payment (`/v1/payments`) a
 row; the formats in `app.formats` decide what each surface shows. One module per concern:
 
 - `lifecycle`: the state table and the one `transition` that writes a status and its events.
-- `charges`: Pix charges: creation with the contract's body rules, lookup, listing, expiry.
+- `charges`: Pix charges: creation with the contract's body rules, lookup, listing.
+- `charge_expiry`: unpaid charges and payments past their deadline, on read and by the sweep.
 - `payments`: payments on every method: creation with the rules between its fields, lookup,
   cancelling, settling the non-Pix methods.
 - `payment_finalisation`: asking the provider for a new payment's instructions, and the

@@ -1,7 +1,7 @@
-"""Pix charges: creation with every body rule of the contract, lookup, listing and expiry.
+"""Pix charges: creation with every body rule of the contract, lookup and listing.
 
-The API (`/v1/charges`, `/v1/pix/charges`), the dashboard's test-charge form and the expiry
-job all call these functions. A charge is a `Transaction` read through the Charge format.
+The API (`/v1/charges`, `/v1/pix/charges`) and the dashboard's test-charge form call these
+functions; expiry is `charge_expiry`. A charge is a `Transaction` read through the Charge format.
 """
 
 import json
@@ -26,8 +26,7 @@ from app.providers.base import (
 )
 from app.services import customers
 from app.services.allowances import ALLOWED, Allowance, refused
-from app.services.transactions import fraud, lifecycle
-from app.services.transactions.lifecycle import AWAITING_PAYMENT
+from app.services.transactions import charge_expiry, fraud, lifecycle
 
 PIX = "PIX"
 PIX_CURRENCY = "BRL"
@@ -116,7 +115,10 @@ def create_charge(
         pix = provider.create_charge(pix_request(charge, account))
     except ProviderRefused as error:
         charge.provider = provider.name
-        charge.metadata_ = {**charge.metadata_, "failure": failure(error.message, error.code)}
+        charge.metadata_ = {
+            **charge.metadata_,
+            "failure": lifecycle.failure(error.message, error.code),
+        }
         lifecycle.transition(charge, TransactionStatus.REFUSED)
         return charge
     except ProviderError as error:
@@ -171,20 +173,20 @@ def apply_pix(transaction: Transaction, pix: PixCharge) -> None:
 def get_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:
     """A charge by `ch_` id or raw id, in the caller's account and mode; expired on read."""
     charge = lifecycle.find(account_id, mode, raw_id(charge_id))
-    return expire_if_due(charge)
+    return charge_expiry.expire_if_due(charge)
 
 
 def find_by_location(location_id: str) -> Transaction | None:
     charge = db.session.scalar(
         sa.select(Transaction).where(Transaction.pix_location_id == location_id)
     )
-    return expire_if_due(charge) if charge else None
+    return charge_expiry.expire_if_due(charge) if charge else None
 
 
 def find_for_checkout(charge_id: str) -> Transaction | None:
     """The charge behind a public checkout address (any account: the raw id is the secret)."""
     charge = db.session.get(Transaction, charge_id)
-    return expire_if_due(charge) if charge else None
+    return charge_expiry.expire_if_due(charge) if charge else None
 
 
 def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePage:
@@ -197,7 +199,7 @@ def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePa
             < sa.tuple_(sa.literal(cursor.created_at, Transaction.created_at.type), cursor.id)
         )
     if query.status:
-        conditions.append(status_condition(statuses_for(query.status), utcnow()))
+        conditions.append(charge_expiry.status_condition(statuses_for(query.status), utcnow()))
     if query.created_after:
         conditions.append(Transaction.created_at >= query.created_after)
     if query.created_before:
@@ -210,31 +212,8 @@ def list_charges(account_id: str, mode: KeyMode, query: ChargeQuery) -> ChargePa
         .order_by(Transaction.created_at.desc(), Transaction.id.desc())
         .limit(query.limit + 1)
     ).all()
-    page = expire_listed(rows[: query.limit], utcnow())
+    page = charge_expiry.expire_listed(rows[: query.limit], utcnow())
     return ChargePage(data=page, has_more=len(rows) > query.limit)
-
-
-def overdue_condition(now: datetime) -> sa.ColumnElement[bool]:
-    """The SQL test for an unpaid transaction past its deadline (not yet moved by the sweep)."""
-    return sa.and_(Transaction.status.in_(AWAITING_PAYMENT), Transaction.expires_at <= now)
-
-
-def status_condition(statuses: set[TransactionStatus], now: datetime) -> sa.ColumnElement[bool]:
-    """The SQL test for rows whose status, as a reader sees it now, is one of `statuses`: an
-    unpaid transaction past its deadline is EXPIRED (not pending) before the sweep moves it."""
-    overdue = overdue_condition(now)
-    stored = Transaction.status.in_(statuses)
-    if TransactionStatus.EXPIRED in statuses:
-        return sa.or_(stored, overdue)
-    return sa.and_(stored, sa.not_(overdue))
-
-
-def _is_overdue(charge: Transaction, now: datetime) -> bool:
-    return (
-        charge.status in AWAITING_PAYMENT
-        and charge.expires_at is not None
-        and (charge.expires_at <= now)
-    )
 
 
 def payability(charge: Transaction) -> Allowance:
@@ -246,70 +225,6 @@ def payability(charge: Transaction) -> Allowance:
     return refused(
         Conflict(f"A {charge.status} transaction cannot be paid.", code="transaction_not_payable")
     )
-
-
-def expire_if_due(charge: Transaction, now: datetime | None = None) -> Transaction:
-    """Move an unpaid charge past its expiry to `expired` (the read-time half of expiry)."""
-    now = now or utcnow()
-    if not _is_overdue(charge, now):
-        return charge
-    locked = lifecycle.lock(charge.id)
-    if _is_overdue(locked, now):
-        _expire(locked, now)
-    return locked
-
-
-def expire_listed(rows: list[Transaction], now: datetime) -> list[Transaction]:
-    """Expire the overdue rows a list read. They are locked in id order, skipping any that
-    another request holds (it expires or pays them itself), so two lists sorted differently
-    never deadlock on each other."""
-    overdue = sorted(row.id for row in rows if _is_overdue(row, now))
-    if overdue:
-        locked = db.session.scalars(
-            sa.select(Transaction)
-            .where(Transaction.id.in_(overdue))
-            .order_by(Transaction.id)
-            .with_for_update(skip_locked=True)
-            .execution_options(populate_existing=True)
-        )
-        for charge in locked:
-            if _is_overdue(charge, now):
-                _expire(charge, now)
-    return rows
-
-
-def expire_due_charges(now: datetime | None = None, batch_size: int = 100) -> int:
-    """Expire up to `batch_size` overdue charges; the job commits and calls again if full.
-
-    Rows are locked in one statement, skipping any a request holds at that moment (it will
-    expire or pay them itself), so the sweep never waits on, or deadlocks with, a reader.
-    """
-    now = now or utcnow()
-    due = db.session.scalars(
-        sa.select(Transaction)
-        .where(Transaction.status.in_(AWAITING_PAYMENT), Transaction.expires_at <= now)
-        .order_by(Transaction.id)
-        .limit(batch_size)
-        .with_for_update(skip_locked=True)
-        .execution_options(populate_existing=True)
-    ).all()
-    for charge in due:
-        _expire(charge, now)
-    return len(due)
-
-
-def _expire(charge: Transaction, now: datetime) -> None:
-    """Expire a locked, overdue charge: the reason goes in `metadata.failure`."""
-    charge.metadata_ = {
-        **charge.metadata_,
-        "failure": failure(
-            "The payment window ended before it was paid.",
-            "expired",
-            ttl_seconds=charge.expires_in if charge.pix_br_code else None,
-            at=now,
-        ),
-    }
-    lifecycle.transition(charge, TransactionStatus.EXPIRED, at=now)
 
 
 def _cursor_charge(account_id: str, mode: KeyMode, cursor: str) -> Transaction:
@@ -331,16 +246,6 @@ def _cursor_charge(account_id: str, mode: KeyMode, cursor: str) -> Transaction:
 
 def _payer_filter(customer_id: str) -> str:
     return customers.tax_id(customer_id, "customer_id")
-
-
-def failure(
-    reason: str, code: str, *, ttl_seconds: int | None = None, at: datetime | None = None
-) -> dict:
-    failure = {"reason": reason, "providerErrorCode": code}
-    if ttl_seconds is not None:
-        failure["ttlSeconds"] = ttl_seconds
-    failure["at"] = (at or utcnow()).isoformat()
-    return failure
 
 
 def _validated(new: NewCharge) -> dict:

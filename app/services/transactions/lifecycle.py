@@ -99,3 +99,14 @@ def _event_data(
         return {"object": charge_object(transaction)}
     created = event_type == "payment.created"
     return payment_event_data(transaction, None if created else previous, at)
+
+
+def failure(
+    reason: str, code: str, *, ttl_seconds: int | None = None, at: datetime | None = None
+) -> dict:
+    """`metadata.failure` of a transaction that ended unpaid: why, a code, and when."""
+    failure = {"reason": reason, "providerErrorCode": code}
+    if ttl_seconds is not None:
+        failure["ttlSeconds"] = ttl_seconds
+    failure["at"] = (at or utcnow()).isoformat()
+    return failure

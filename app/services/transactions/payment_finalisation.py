@@ -14,7 +14,7 @@ from app.models import Account, Origin, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.providers import provider_named
 from app.providers.base import PaymentProvider, PaymentRequest, ProviderRefused
-from app.services.transactions import charges, lifecycle, settlement
+from app.services.transactions import charge_expiry, charges, lifecycle, settlement
 from app.services.transactions.payments import CARD, MBWAY, PHONE_KEY, PIX, RETURN_URL_KEY
 
 S = TransactionStatus
@@ -28,7 +28,7 @@ def finalise(transaction_id: str) -> Transaction:
     whose window elapsed before it could be finalised expires instead. On a refusal the
     instructions already issued are withdrawn and cleared. A ProviderError of unknown outcome
     (a timeout) propagates: the payment stays PENDING and the sweep asks again."""
-    payment = charges.expire_if_due(lifecycle.lock(transaction_id))
+    payment = charge_expiry.expire_if_due(lifecycle.lock(transaction_id))
     if payment.status is not S.PENDING:
         return payment
     provider = provider_named(payment.provider, payment.mode)
@@ -40,7 +40,7 @@ def finalise(transaction_id: str) -> Transaction:
         _clear_instructions(payment)
         payment.metadata_ = {
             **payment.metadata_,
-            "failure": charges.failure(error.message, error.code),
+            "failure": lifecycle.failure(error.message, error.code),
         }
         lifecycle.transition(payment, S.REFUSED)
         return payment

@@ -15,7 +15,7 @@ from app.extensions import db
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.services.paging import paged
-from app.services.transactions import charges
+from app.services.transactions import charge_expiry
 
 S = TransactionStatus
 DEFAULT_PAGE_LIMIT = 20
@@ -84,7 +84,7 @@ def list_payments(
     """One page of the account's transactions and how many match in all."""
     now = utcnow()
     found = paged(_listing(account_id, mode, query, now), query.page, query.limit)
-    return charges.expire_listed(found.rows, now), found.total
+    return charge_expiry.expire_listed(found.rows, now), found.total
 
 
 def payment_rows(
@@ -114,7 +114,7 @@ def _listing(account_id: str, mode: KeyMode, query: PaymentQuery, now: datetime)
     """The transactions `query` matches, in its order (every page of it)."""
     conditions = [Transaction.account_id == account_id, Transaction.mode == mode]
     if query.status is not None:
-        conditions.append(charges.status_condition({query.status}, now))
+        conditions.append(charge_expiry.status_condition({query.status}, now))
     if query.method is not None:
         conditions.append(offers(query.method))
     if query.start is not None:
@@ -146,8 +146,8 @@ def offers(method: str) -> sa.ColumnElement[bool]:
 
 def _shown_status(now: datetime) -> sa.ColumnElement[str]:
     """The status as the list shows it: an unpaid transaction past its deadline is EXPIRED
-    before the expiry sweep stores it (as `charges.status_condition` filters)."""
+    before the expiry sweep stores it (as `charge_expiry.status_condition` filters)."""
     return sa.case(
-        (charges.overdue_condition(now), sa.literal(S.EXPIRED.value)),
+        (charge_expiry.overdue_condition(now), sa.literal(S.EXPIRED.value)),
         else_=sa.cast(Transaction.status, sa.String),
     )

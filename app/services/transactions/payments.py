@@ -25,7 +25,14 @@ from app.providers.base import PaymentProvider, ProviderError, ProviderRefused
 from app.queueing import enqueue_after_commit
 from app.services import customers
 from app.services.allowances import ALLOWED, Allowance, refused
-from app.services.transactions import charges, fraud, lifecycle, pix_payments, settlement
+from app.services.transactions import (
+    charge_expiry,
+    charges,
+    fraud,
+    lifecycle,
+    pix_payments,
+    settlement,
+)
 from app.services.webhooks import endpoints as webhook_endpoints
 
 S = TransactionStatus
@@ -92,7 +99,7 @@ def create_payment(account_id: str, mode: KeyMode, new: NewPayment) -> Transacti
 def get_payment(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
     """A transaction by raw, `tx_` or `ch_` id in the caller's account and mode."""
     found = lifecycle.find(account_id, mode, _raw(payment_id))
-    return charges.expire_if_due(found)
+    return charge_expiry.expire_if_due(found)
 
 
 def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
@@ -139,7 +146,7 @@ def cancellability(payment: Transaction) -> Allowance:
 def mark_cancelled(payment: Transaction, reason: str) -> None:
     """Move a locked payment whose instructions are already withdrawn to CANCELLED, `reason`
     in `metadata.failure`; the move records the events every cancellation sends."""
-    payment.metadata_ = {**payment.metadata_, "failure": charges.failure(reason, "canceled")}
+    payment.metadata_ = {**payment.metadata_, "failure": lifecycle.failure(reason, "canceled")}
     lifecycle.transition(payment, S.CANCELLED)
 
 
@@ -154,7 +161,7 @@ def settle(
         if not approved:
             payment.metadata_ = {
                 **payment.metadata_,
-                "failure": charges.failure("The card issuer declined the payment.", "declined"),
+                "failure": lifecycle.failure("The card issuer declined the payment.", "declined"),
             }
             lifecycle.transition(payment, S.REFUSED)
             return payment

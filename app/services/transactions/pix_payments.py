@@ -48,7 +48,7 @@ from app.providers import provider_named
 from app.providers.api_pix.mapping import refund_reference
 from app.providers.base import ProviderRefused
 from app.services import audit
-from app.services.transactions import charges, lifecycle, refund_states, settlement
+from app.services.transactions import charge_expiry, lifecycle, refund_states, settlement
 from app.services.transactions.lifecycle import AWAITING_PAYMENT
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def receive(charge_id: str, pix: IncomingPix) -> ReceivedPix:
     seen = _already_received(pix.end_to_end_id)  # a twin may have committed while we waited
     if seen is not None:
         return seen
-    charge = charges.expire_if_due(charge, pix.received_at)
+    charge = charge_expiry.expire_if_due(charge, pix.received_at)
     outcome = _outcome(charge, pix)
     received = ReceivedPix(
         end_to_end_id=pix.end_to_end_id,
