@@ -1,17 +1,20 @@
 """The wallets page: balances per currency, and one currency's statement with its running
-balance, on screen a page at a time or as a CSV download.
+balance, gross, fee and net, for a period of São Paulo days with its opening and closing
+balances, on screen a page at a time or as a CSV download.
 
 Balances come from `services.wallets` (what `GET /v1/wallets/balance` answers) and the
 statement from `services.statements`, so the page never disagrees with the API or the ledger.
 Any active member may read them; nothing here moves money.
 """
 
+from datetime import date
+
 from flask import g, render_template, request
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
 from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
-from app.dashboard.params import MODES, mode_arg, page_arg
+from app.dashboard.params import MODES, date_range_args, day_bounds, mode_arg, page_arg
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest
 from app.models.constants import WALLET_CURRENCY_CODE
@@ -19,7 +22,7 @@ from app.services import dispute_holds, releases, statements, wallets
 from app.services.disputes import cases as dispute_cases
 from app.services.payouts import decisions as payout_decisions
 from app.services.payouts import processing as payout_processing
-from app.services.statements import StatementRow
+from app.services.statements import Period, StatementRow
 from app.services.transactions import refund_funding, settlement
 
 KIND_LABELS = {
@@ -41,6 +44,9 @@ CSV_COLUMNS = (
     "available_change",
     "pending_change",
     "available_balance",
+    "gross",
+    "fee",
+    "net",
 )
 
 
@@ -49,12 +55,19 @@ CSV_COLUMNS = (
 def wallets_page() -> ResponseReturnValue:
     """Balances of the mode's wallets, then one currency's statement, newest first."""
     mode, currency, page = mode_arg(), _currency(), page_arg()
+    first_day, last_day = date_range_args("since", "until")
     return render_template(
         "dashboard/wallets.html",
         mode=mode,
         currency=currency,
+        since=first_day,
+        until=last_day,
+        since_day=first_day and date.fromisoformat(first_day),
+        until_day=last_day and date.fromisoformat(last_day),
         balances=wallets.balances(g.account_id, MODES[mode]),
-        statement=statements.statement(g.account_id, MODES[mode], currency, page),
+        statement=statements.statement(
+            g.account_id, MODES[mode], currency, page, period=_period(first_day, last_day)
+        ),
         kind_labels=KIND_LABELS,
     )
 
@@ -62,9 +75,11 @@ def wallets_page() -> ResponseReturnValue:
 @bp.get("/wallets/statement.csv")
 @member_required
 def wallet_statement_csv() -> ResponseReturnValue:
-    """The whole statement of one currency, streamed as it is read (amounts in minor units)."""
+    """The statement of one currency for the period asked (the whole of it by default),
+    streamed as it is read (amounts in minor units)."""
     mode, currency = mode_arg(), _currency()
-    rows = statements.statement_rows(g.account_id, MODES[mode], currency, EXPORT_CHUNK)
+    period = _period(*date_range_args("since", "until"))
+    rows = statements.statement_rows(g.account_id, MODES[mode], currency, EXPORT_CHUNK, period)
     return csv_response(CSV_COLUMNS, map(_csv_values, rows), f"statement-{currency}-{mode}.csv")
 
 
@@ -75,6 +90,10 @@ def _currency() -> str:
     return currency
 
 
+def _period(first_day: str | None, last_day: str | None) -> Period:
+    return Period(*day_bounds(first_day, last_day))
+
+
 def _csv_values(row: StatementRow) -> tuple:
     return (
         utc_text(row.created_at),
@@ -83,4 +102,7 @@ def _csv_values(row: StatementRow) -> tuple:
         row.available_change,
         row.pending_change,
         row.available_balance,
+        row.gross,
+        row.fee,
+        row.net,
     )

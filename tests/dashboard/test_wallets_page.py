@@ -9,12 +9,14 @@ import uuid
 from datetime import datetime
 
 import pytest
+import sqlalchemy as sa
 
 from app.extensions import db
-from app.models import KeyMode, LedgerAccount, Role
+from app.formats.money import format_money as local_money
+from app.models import KeyMode, LedgerAccount, LedgerPosting, Role, Transaction
 from app.services import ledger
 from app.services.ledger import Line
-from app.templating import local_time_element
+from app.templating import DISPLAY_TIMEZONE, local_time_element
 from tests.support import factories
 from tests.support.charges import created, pay
 from tests.support.dashboard import sign_in
@@ -29,6 +31,9 @@ CSV_HEADER = [
     "available_change",
     "pending_change",
     "available_balance",
+    "gross",
+    "fee",
+    "net",
 ]
 
 
@@ -132,16 +137,16 @@ def test_the_csv_export_has_every_row_in_minor_units(app, client, owner):
     assert (kind, description, amounts) == (
         "charge_settlement",
         "Credit of 12345",
-        ["12345", "0", "17845"],
+        ["12345", "0", "17845", "12345", "0", "12345"],
     )
-    assert rows[-1][3:] == ["100", "0", "100"]
+    assert rows[-1][3:6] == ["100", "0", "100"]
 
 
 def test_the_csv_of_a_funded_merchant_matches_the_ledger(client, merchant):
     sign_in(client, merchant.member)
     rows = _csv(client.get(CSV))
     assert [row[1] for row in rows[1:]] == ["settlement_release", "charge_settlement"]
-    assert [row[3:] for row in rows[1:]] == [["100000", "-100000", "100000"], ["0", "100000", "0"]]
+    assert [row[3:6] for row in rows[1:]] == [["100000", "-100000", "100000"], ["0", "100000", "0"]]
     assert rows[2][2].startswith("Pix ") and "for charge ch_" in rows[2][2]
 
 
@@ -153,10 +158,10 @@ def test_mode_and_currency_choose_the_wallet(app, client, owner):
 
     live = client.get(f"{CSV}?mode=live")
     assert 'filename="statement-BRL-live.csv"' in live.headers["Content-Disposition"]
-    assert [row[3:] for row in _csv(live)[1:]] == [["222", "0", "222"]]
+    assert [row[3:6] for row in _csv(live)[1:]] == [["222", "0", "222"]]
     usd = client.get(f"{CSV}?currency=usd")
     assert 'filename="statement-USD-test.csv"' in usd.headers["Content-Disposition"]
-    assert [row[3:] for row in _csv(usd)[1:]] == [["333", "0", "333"]]
+    assert [row[3:6] for row in _csv(usd)[1:]] == [["333", "0", "333"]]
     assert _csv(client.get(f"{CSV}?currency=EUR")) == [CSV_HEADER]
 
     test_page = _text(client.get(PAGE))
@@ -227,3 +232,79 @@ def test_the_statement_names_refund_and_dispute_movements(app, client, shop):
     for label in ("Refund", "Dispute: amount held", "Payment received"):
         assert f"<td>{label}<br>" in page, label
     assert "refund_debit" not in page and "dispute_hold" not in page
+
+
+def test_each_movement_shows_its_gross_fee_and_net(app, client, owner):
+    api_key = factories.make_api_key(app, owner.account_id)
+    charge = created(client, api_key, amount=10_000)
+    pay(client, api_key, charge["id"])
+    with app.app_context():
+        paid = db.session.get(Transaction, charge["id"].removeprefix("ch_"))
+        fee = paid.provider_fee + paid.platform_fee
+    assert fee > 0
+    sign_in(client, owner)
+
+    page = _text(client.get(PAGE))
+    assert '<th scope="col">Gross</th><th scope="col">Fee</th><th scope="col">Net</th>' in page
+    assert '<td class="amount gross">R$ 100,00</td>' in page
+    assert f'<td class="amount fee">{local_money(fee, "BRL")}</td>' in page
+    assert f'<td class="amount net">{local_money(10_000 - fee, "BRL")}</td>' in page
+    (row,) = _csv(client.get(CSV))[1:]
+    assert row[6:] == ["10000", str(fee), str(10_000 - fee)]
+
+
+def _dated_credits(app, account_id: str, days_and_amounts: list[tuple[str, int]]) -> None:
+    """One credit per (São Paulo day, amount), booked in this order, dated noon of its day."""
+    for day, amount in days_and_amounts:
+        _credit(app, account_id, [amount])
+        with app.app_context():
+            posting = db.session.scalars(
+                sa.select(LedgerPosting).order_by(LedgerPosting.created_at.desc()).limit(1)
+            ).one()
+            noon = datetime.fromisoformat(f"{day}T12:00:00").replace(tzinfo=DISPLAY_TIMEZONE)
+            posting.created_at = noon
+            db.session.commit()
+
+
+def test_a_period_shows_its_movements_between_opening_and_closing_balances(app, client, owner):
+    _dated_credits(
+        app,
+        owner.account_id,
+        [("2026-11-01", 100), ("2026-11-02", 200), ("2026-11-03", 400), ("2026-11-04", 800)],
+    )
+    sign_in(client, owner)
+
+    page = _text(client.get(f"{PAGE}?since=2026-11-02&until=2026-11-03"))
+    assert _balances_column(page) == ["R$ 7,00", "R$ 3,00"]
+    assert re.search(
+        r"Opening balance \(02/11/2026, start of day\)</dt>\s*<dd[^>]*>R\$ 1,00<", page
+    )
+    assert re.search(r"Closing balance \(03/11/2026, end of day\)</dt>\s*<dd[^>]*>R\$ 7,00<", page)
+    assert 'value="2026-11-02"' in page and 'value="2026-11-03"' in page
+    link = re.search(r'<a href="([^"]+)" download>Download the statement of this period', page)
+    rows = _csv(client.get(link.group(1)))[1:]  # the page's text is unescaped already
+    assert [row[3] for row in rows] == ["400", "200"]
+
+    whole = _text(client.get(PAGE))
+    assert re.search(r"Opening balance</dt>\s*<dd[^>]*>R\$ 0,00<", whole)
+    assert re.search(r"Closing balance</dt>\s*<dd[^>]*>R\$ 15,00<", whole)
+
+    quiet = _text(client.get(f"{PAGE}?since=2026-11-10&until=2026-11-11"))
+    assert "No movements in this period." in quiet
+    assert re.search(r"Opening balance[^<]*</dt>\s*<dd[^>]*>R\$ 15,00<", quiet)
+    assert re.search(r"Closing balance[^<]*</dt>\s*<dd[^>]*>R\$ 15,00<", quiet)
+    assert _csv(client.get(f"{CSV}?since=2026-11-10&until=2026-11-11")) == [CSV_HEADER]
+
+
+def test_a_period_starts_and_ends_at_midnight_in_sao_paulo(app, client, owner):
+    _dated_credits(app, owner.account_id, [("2026-11-01", 100)])
+    with app.app_context():  # 23:30 in São Paulo on the 1st is already the 2nd in UTC
+        posting = db.session.scalars(sa.select(LedgerPosting)).one()
+        posting.created_at = datetime(2026, 11, 1, 23, 30, tzinfo=DISPLAY_TIMEZONE)
+        db.session.commit()
+    sign_in(client, owner)
+
+    assert _balances_column(_text(client.get(f"{PAGE}?since=2026-11-01&until=2026-11-01"))) == [
+        "R$ 1,00"
+    ]
+    assert _balances_column(_text(client.get(f"{PAGE}?since=2026-11-02"))) == []

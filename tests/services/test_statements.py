@@ -126,3 +126,54 @@ def test_each_mode_and_currency_has_its_own_statement(app, account_id):
     assert _plain(usd) == [("charge_settlement", 0, 900, 0)]
     assert none.rows == [] and not none.has_next
     assert none_exported == []
+
+
+def test_gross_is_net_plus_the_fees_in_both_directions(app):
+    account_id = factories.make_account(app, "Loja das Taxas")
+    provider_fees = LedgerAccount.PROVIDER_FEES
+    postings = [  # (kind, lines): a credit with fees, a payout with its fee, its refund
+        ("charge_settlement", [Line(P, 9_701), Line(provider_fees, 99), Line(FEES, 200)]),
+        ("settlement_release", [Line(A, 9_701), Line(P, -9_701)]),
+        ("payout_debit", [Line(A, -5_300), Line(LedgerAccount.PAYOUT_CLEARING, 5_000)]),
+        ("payout_refund", [Line(A, 5_300), Line(LedgerAccount.PAYOUT_CLEARING, -5_000)]),
+    ]
+    fee_of = {"payout_debit": 300, "payout_refund": -300}
+    with app.app_context():
+        for kind, lines in postings:
+            fee = fee_of.get(kind, 0)
+            balancing = -sum(line.amount for line in lines) - fee
+            extra = [Line(FEES, fee)] if fee else []
+            if kind == "charge_settlement":
+                extra = [Line(CLEARING, balancing)]
+            ledger.post(
+                account_id=account_id,
+                mode=KeyMode.TEST,
+                currency="BRL",
+                kind=kind,
+                reference_id=uuid.uuid4().hex,
+                description=kind,
+                lines=lines + extra,
+            )
+        db.session.commit()
+        assert ledger.check() == []
+        page = statements.statement(account_id, KeyMode.TEST, "BRL").rows
+        exported = list(statements.statement_rows(account_id, KeyMode.TEST, "BRL"))
+
+    split = [(row.kind, row.gross, row.fee, row.net) for row in page]
+    assert split == [
+        ("payout_refund", 5_000, -300, 5_300),
+        ("payout_debit", -5_000, 300, -5_300),
+        ("settlement_release", 0, 0, 0),
+        ("charge_settlement", 10_000, 299, 9_701),
+    ]
+    assert [(row.kind, row.gross, row.fee, row.net) for row in exported] == split
+
+
+def test_a_period_is_bounded_by_its_opening_and_closing_balances(app, account_id):
+    with app.app_context():
+        whole = statements.statement(account_id, KeyMode.TEST, "BRL")
+        assert (whole.opening_balance, whole.closing_balance) == (0, _expected()[0][3])
+        everything = statements.Period(start=None, stop=None)
+        assert statements.statement(account_id, KeyMode.TEST, "BRL", period=everything) == whole
+        none = statements.statement(account_id, KeyMode.LIVE, "USD")
+        assert (none.rows, none.opening_balance, none.closing_balance) == ([], 0, 0)
