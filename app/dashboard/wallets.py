@@ -13,7 +13,7 @@ from flask import g, render_template, request
 from flask.typing import ResponseReturnValue
 
 from app.dashboard import bp
-from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
+from app.dashboard.exports import EXPORT_CHUNK, Money, chosen_sheet, csv_response
 from app.dashboard.params import MODES, date_range_args, day_bounds, mode_arg, page_arg
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest
@@ -80,7 +80,9 @@ def wallet_statement_csv() -> ResponseReturnValue:
     mode, currency = mode_arg(), _currency()
     period = _period(*date_range_args("since", "until"))
     rows = statements.statement_rows(g.account_id, MODES[mode], currency, EXPORT_CHUNK, period)
-    return csv_response(CSV_COLUMNS, map(_csv_values, rows), f"statement-{currency}-{mode}.csv")
+    values = (_csv_values(row, currency) for row in rows)
+    filename = f"statement-{currency}-{mode}.csv"
+    return csv_response(CSV_COLUMNS, values, filename, chosen_sheet())
 
 
 def _currency() -> str:
@@ -94,15 +96,20 @@ def _period(first_day: str | None, last_day: str | None) -> Period:
     return Period(*day_bounds(first_day, last_day))
 
 
-def _csv_values(row: StatementRow) -> tuple:
+def _csv_values(row: StatementRow, currency: str) -> tuple:
     return (
-        utc_text(row.created_at),
-        spreadsheet_cell(row.kind),
-        spreadsheet_cell(row.description),
-        row.available_change,
-        row.pending_change,
-        row.available_balance,
-        row.gross,
-        row.fee,
-        row.net,
+        row.created_at,
+        row.kind,
+        row.description,
+        *(
+            Money(amount, currency)
+            for amount in (
+                row.available_change,
+                row.pending_change,
+                row.available_balance,
+                row.gross,
+                row.fee,
+                row.net,
+            )
+        ),
     )

@@ -1,12 +1,14 @@
 """The wallets page: balances per currency, the statement with its running balance, and the
 statement's CSV export; only the signed-in member's account, in the mode asked for."""
 
+import codecs
 import csv
 import html
 import io
 import re
 import uuid
 from datetime import datetime
+from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
@@ -308,3 +310,37 @@ def test_a_period_starts_and_ends_at_midnight_in_sao_paulo(app, client, owner):
         "R$ 1,00"
     ]
     assert _balances_column(_text(client.get(f"{PAGE}?since=2026-11-02"))) == []
+
+
+def test_the_planilha_opens_in_a_brazilian_excel(app, client, owner):
+    """Read back the way Excel set to Portuguese (Brazil) reads a CSV: UTF-8 from its byte
+    order mark, `;` between cells, a decimal comma, day/month/year in São Paulo time."""
+    _dated_credits(app, owner.account_id, [("2026-11-01", 123_456), ("2026-11-02", 50)])
+    with app.app_context():
+        posting = db.session.scalars(
+            sa.select(LedgerPosting).order_by(LedgerPosting.created_at.desc()).limit(1)
+        ).one()
+        posting.description = '=HYPERLINK("http://evil.example") pagamento ação'
+        db.session.commit()
+    sign_in(client, owner)
+
+    response = client.get(f"{CSV}?format=planilha")
+    assert response.headers["Content-Disposition"] == (
+        'attachment; filename="statement-BRL-test-planilha.csv"'
+    )
+    raw = response.get_data()
+    assert raw.startswith(codecs.BOM_UTF8)
+    header, newest, oldest = csv.reader(io.StringIO(raw.decode("utf-8-sig")), delimiter=";")
+    assert header == CSV_HEADER
+    moment = datetime.strptime(oldest[0], "%d/%m/%Y %H:%M:%S")
+    assert (moment.day, moment.month, moment.hour) == (1, 11, 12)  # noon in São Paulo
+    assert [Decimal(cell.replace(",", ".")) for cell in oldest[3:]] == [
+        Decimal("1234.56"),
+        Decimal(0),
+        Decimal("1234.56"),
+        Decimal("1234.56"),
+        Decimal(0),
+        Decimal("1234.56"),
+    ]
+    assert newest[2] == '\'=HYPERLINK("http://evil.example") pagamento ação'
+    assert newest[5] == "1235,06"
