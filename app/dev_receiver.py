@@ -3,8 +3,10 @@ prints its address, so a newcomer can add it as an endpoint on the dashboard's w
 and watch real signed deliveries arrive (here, and in the page's delivery log).
 
 It answers 200 to every POST and prints one line per delivery: event type, event id, the
-object's id and the signature header. It checks nothing: a real receiver verifies the
-signature (the README's webhooks section says how).
+object's id and the signature header. A legacy event (`payment.*`, `withdrawal.*`: Acme
+Pay's older `{event, data}` envelope, which has no event id) shows the delivery id in its
+place, and the object's status. It checks nothing: a real receiver verifies the signature
+(the README's webhooks section says how).
 """
 
 import argparse
@@ -12,7 +14,11 @@ import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from app.formats.event_catalog import LEGACY_EVENTS
+
 MAX_BODY = 1_000_000
+# Where a legacy event's data names its object, by family (app/formats/webhooks.py).
+LEGACY_OBJECT_ID = {"payment": "transactionId", "withdrawal": "withdrawalId"}
 
 
 class DeliveryPrinter(BaseHTTPRequestHandler):
@@ -31,15 +37,44 @@ class DeliveryPrinter(BaseHTTPRequestHandler):
 
 
 def describe(path: str, headers, body: bytes) -> str:
-    """`[receiver] POST /hooks charge.paid evt_… for ch_… (X-Acme-Signature: t=…,v1=…)`."""
+    """`[receiver] POST /hooks charge.paid evt_… for ch_… (X-Acme-Signature: t=…,v1=…)`, or
+    for a legacy event `… payment.completed (legacy) delivery <id> for <id>: PAID (…)`."""
     event_type = headers.get("X-Acme-Event-Type") or "?"
-    try:
-        event = json.loads(body)
-        about = f"{event.get('id', '?')} for {event['data']['object'].get('id', '?')}"
-    except (ValueError, TypeError, KeyError, AttributeError):
-        about = "(not an Acme Pay event)"
+    event = _json_object(body)
+    about = _canonical(event_type, event) or _legacy(event, headers)
+    if about is None:
+        about = f"{event_type} (not an Acme Pay event)"
     signature = headers.get("X-Acme-Signature") or "no signature"
-    return f"[receiver] POST {path} {event_type} {about} (X-Acme-Signature: {signature})"
+    return f"[receiver] POST {path} {about} (X-Acme-Signature: {signature})"
+
+
+def _json_object(body: bytes) -> dict:
+    """The body's JSON object, or {} for anything else."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _canonical(event_type: str, event: dict) -> str | None:
+    """`charge.paid evt_… for ch_…` for an `{id, …, data: {object}}` envelope."""
+    data = event.get("data")
+    subject = data.get("object") if isinstance(data, dict) else None
+    if not isinstance(subject, dict):
+        return None
+    return f"{event_type} {event.get('id', '?')} for {subject.get('id', '?')}"
+
+
+def _legacy(event: dict, headers) -> str | None:
+    """`payment.completed (legacy) delivery … for …: PAID` for an `{event, data}` envelope
+    of a legacy event; it has no event id, so the delivery's id stands in."""
+    name, data = event.get("event"), event.get("data")
+    if not (isinstance(name, str) and name in LEGACY_EVENTS and isinstance(data, dict)):
+        return None
+    subject = data.get(LEGACY_OBJECT_ID[name.split(".")[0]], "?")
+    delivery = headers.get("X-Acme-Delivery-Id") or "?"
+    return f"{name} (legacy) delivery {delivery} for {subject}: {data.get('status', '?')}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ from app.api.schemas.webhooks import (
     SecretSchema,
 )
 from app.api.security import ApiKeyView
-from app.errors import InvalidRequest
+from app.errors import ErrorSchema, InvalidRequest
 from app.extensions import Blueprint
 from app.formats import event_catalog
 from app.formats.webhooks import delivery_fields, endpoint_fields
@@ -35,6 +35,13 @@ from app.services.webhooks import log as delivery_log
 from app.services.webhooks import relay
 
 blp = Blueprint("webhooks", __name__, url_prefix="/v1/webhooks", description="Webhooks (apikey)")
+# The one conflict registering or changing a URL can meet (`endpoints.create_endpoint`).
+URL_TAKEN = {
+    "schema": ErrorSchema,
+    "description": f"conflict_error/{webhook_endpoints.URL_TAKEN}: another endpoint of the "
+    "account in this mode (active or not; deleted ones aside) already has exactly this URL; "
+    "the message names it.",
+}
 
 
 @blp.route("/endpoints")
@@ -42,6 +49,7 @@ class Endpoints(ApiKeyView):
     @blp.arguments(EndpointCreateSchema)
     @blp.response(201, EndpointWithSecretSchema)
     @blp.errors(400, 401)
+    @blp.alt_response(409, **URL_TAKEN)
     def post(self, body):
         """Register an endpoint; its signing secret is in this answer only."""
         endpoint, secret = committed_for_caller(
@@ -62,6 +70,7 @@ class EndpointById(ApiKeyView):
     @blp.arguments(EndpointUpdateSchema, required=False)
     @blp.response(200, EndpointUpdatedSchema)
     @blp.errors(400, 401, 404)
+    @blp.alt_response(409, **URL_TAKEN)
     def patch(self, changes, endpoint_id):
         """Change url, events or status (only the fields sent: with no body, nothing)."""
         return endpoint_fields(

@@ -106,7 +106,7 @@ def add_webhook_endpoint() -> ResponseReturnValue:
         endpoint, secret = webhook_endpoints.create_endpoint(
             g.account_id, MODES[mode], form.url.data or "", form.events.data or []
         )
-    except InvalidRequest as error:
+    except (InvalidRequest, Conflict) as error:  # a rule of the URL or events, a taken URL
         db.session.rollback()
         show_error(form, error, FORM_FIELD_FOR_PARAM)
         return _endpoints_page(mode, add_form=form, status=error.status)
@@ -131,7 +131,7 @@ def update_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
     }
     try:
         webhook_endpoints.update_endpoint(g.account_id, MODES[mode], endpoint_id, changes)
-    except InvalidRequest as error:
+    except (InvalidRequest, Conflict) as error:  # a rule of the URL or events, a taken URL
         db.session.rollback()  # the endpoint shows its stored values again
         show_error(form, error, FORM_FIELD_FOR_PARAM)
         return _endpoints_page(mode, editing=Editing(endpoint, form), status=error.status)

@@ -31,7 +31,20 @@ class DeliveryStatus(enum.StrEnum):
 
 class WebhookEndpoint(db.Model):
     __tablename__ = "webhook_endpoints"
-    __table_args__ = (sa.Index("ix_webhook_endpoints_account", "account_id", "mode", "status"),)
+    __table_args__ = (
+        sa.Index("ix_webhook_endpoints_account", "account_id", "mode", "status"),
+        # One endpoint per URL in an account and mode, among those not deleted (deleting
+        # only sets `deleted_at`): `endpoints._one_endpoint_per_url` says so first.
+        sa.Index(
+            "uq_webhook_endpoints_url",
+            "account_id",
+            "mode",
+            "url",
+            unique=True,
+            postgresql_where=sa.text("deleted_at IS NULL"),
+            sqlite_where=sa.text("deleted_at IS NULL"),
+        ),
+    )
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"))

@@ -7,6 +7,7 @@ import html
 import io
 import re
 from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -14,7 +15,9 @@ import sqlalchemy as sa
 from rq import SimpleWorker
 
 from app.dashboard import webhook_deliveries as webhook_pages
+from app.dashboard.forms.webhooks import EVENT_GROUPS
 from app.extensions import WEBHOOK_QUEUE, db, get_queue
+from app.formats import event_catalog
 from app.jobs import webhooks as webhook_jobs
 from app.models import EndpointStatus, KeyMode, Role, WebhookDelivery, WebhookEndpoint
 from app.services import secrets_box
@@ -245,6 +248,113 @@ def test_an_owner_edits_url_events_and_status(app, client, owner):
     assert "The endpoint was not changed." in text
     assert 'Edit <span class="mono">http://localhost:9001/new</span>' in text
     assert _endpoints(app)[0].url == "http://localhost:9001/new"
+
+
+def test_adding_a_url_the_account_has_shows_the_form_again_naming_its_endpoint(app, client, owner):
+    """Issue 21: a second endpoint with one URL had every event delivered twice."""
+    sign_in(client, owner)
+    first = _added(app, client, "http://localhost:9000/hooks")
+    response = _add(client, "http://localhost:9000/hooks", ("charge.paid",))
+    assert response.status_code == 409
+    text = _text(response)
+    assert "The endpoint was not added." in text and SECRET.search(text) is None
+    assert _url_error(text).startswith(f"Webhook endpoint {first} already has this URL;")
+    assert 'aria-invalid="true"' in text and 'value="http://localhost:9000/hooks"' in text
+    assert 'id="events-charge.paid" name="events" value="charge.paid" checked>' in text
+    assert [endpoint.id for endpoint in _endpoints(app)] == [first]
+
+
+def test_editing_to_another_endpoints_url_is_refused_beside_the_field(app, client, owner):
+    sign_in(client, owner)
+    first = _added(app, client, "http://localhost:9000/hooks")
+    second = _added(app, client, "http://localhost:9000/other")
+    changes = {"url": "http://localhost:9000/hooks", "events": ["charge.paid"], "status": "ACTIVE"}
+    response = post_form(
+        client, f"{PAGE}?mode=test&edit={second}", f"{PAGE}/{second}?mode=test", changes
+    )
+    assert response.status_code == 409
+    text = _text(response)
+    assert "The endpoint was not changed." in text
+    assert _url_error(text).startswith(f"Webhook endpoint {first} already has this URL;")
+    assert 'Edit <span class="mono">http://localhost:9000/other</span>' in text
+    assert [(e.url, e.events) for e in _endpoints(app)] == [
+        ("http://localhost:9000/hooks", ["charge.created"]),
+        ("http://localhost:9000/other", ["charge.created"]),
+    ]
+
+
+def _url_error(text: str) -> str:
+    return re.search(r'<span id="url-error" class="field-error">([^<]*)</span>', text).group(1)
+
+
+def test_a_url_is_at_most_2048_bytes_of_utf8(app, client, owner):
+    """The page takes what the API's pattern refuses (non-ASCII), so the length is counted in
+    bytes: what the unique index on (account, mode, url) can hold on PostgreSQL."""
+    sign_in(client, owner)
+    base = "http://localhost:9000/"
+    assert _add(client, base + "é" * ((2048 - len(base)) // 2)).status_code == 201
+    refused = _add(client, base + "ê" * ((2048 - len(base)) // 2 + 1))
+    assert refused.status_code == 400
+    assert _url_error(_text(refused)) == "url must be an http(s) address with a host."
+    assert count_rows(app, WebhookEndpoint) == 1
+
+
+class _ScreenReading(HTMLParser):
+    """What a screen reader gets of each checkbox: the text of its `<label for>`, the text its
+    `aria-describedby` points at, and the legends of the fieldsets around it."""
+
+    def __init__(self):
+        super().__init__()
+        self.checkboxes: list[tuple[dict, tuple[str, ...]]] = []
+        self.labels: dict[str, str] = {}
+        self.texts: dict[str, str] = {}
+        self._legends: list[str] = []
+        self._open: tuple[str, dict] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "fieldset":
+            self._legends.append("")
+        elif tag == "input" and attrs.get("type") == "checkbox":
+            self.checkboxes.append((attrs, tuple(self._legends)))
+        elif tag in ("legend", "label", "span") and self._open is None:
+            self._open, self._text = (tag, attrs), []
+
+    def handle_data(self, data):
+        self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "fieldset":
+            self._legends.pop()
+        elif self._open is not None and tag == self._open[0]:
+            text, attrs = " ".join("".join(self._text).split()), self._open[1]
+            if tag == "legend":
+                self._legends[-1] = text
+            if tag == "label" and attrs.get("for"):
+                self.labels[attrs["for"]] = text
+            if attrs.get("id"):
+                self.texts[attrs["id"]] = text
+            self._open = None
+
+
+def test_every_event_checkbox_is_labelled_described_and_grouped(app, client, owner):
+    """Issue 21: a screen reader names each of the 20 event checkboxes by its `<label for>`
+    (the event), reads the catalog's description with it (`aria-describedby`), and announces
+    the fieldset legends around it: "Events", then its group."""
+    group_of = {entry.event: group for group, entries in EVENT_GROUPS for entry in entries}
+    described = {entry.event: entry.description for entry in event_catalog.CATALOG}
+    sign_in(client, owner)
+    endpoint_id = _added(app, client, "http://localhost:9000/hooks")
+    for path in (PAGE, f"{PAGE}?mode=test&edit={endpoint_id}"):
+        reading = _ScreenReading()
+        reading.feed(client.get(path).get_data(as_text=True))
+        assert len(reading.checkboxes) == len(event_catalog.CATALOG) == 20
+        for attrs, legends in reading.checkboxes:
+            event = attrs["value"]
+            assert reading.labels.get(attrs["id"]) == event, attrs
+            assert reading.texts[attrs["aria-describedby"]] == described[event]
+            assert legends == ("Events", group_of[event])
 
 
 def test_the_quick_switch_disables_and_enables(app, client, owner):

@@ -102,10 +102,11 @@ class Victim(Shop):
 
     @cached_property
     def announced_payment(self) -> str:
-        """The paid charge, with an endpoint listening for its status so a resend sends."""
+        """The paid charge, with an endpoint listening for its status so a resend sends (at a
+        URL of its own: `endpoint_id`'s may be registered already, and a URL has one endpoint)."""
         with self.app.app_context():
             webhook_endpoints.create_endpoint(
-                self.account_id, KeyMode.TEST, HOOK_URL, ["payment.completed"]
+                self.account_id, KeyMode.TEST, f"{HOOK_URL}/payments", ["payment.completed"]
             )
             db.session.commit()
         return self.paid_charge

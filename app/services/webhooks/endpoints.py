@@ -3,12 +3,16 @@ get test-mode events), and their signing secrets.
 
 Create, read, change, switch on and off, delete (which abandons the deliveries still
 waiting), rotate the secret, re-encrypt every secret under a new key, and say whether past
-deliveries may be resent to one. Where a URL may point is `addresses.check_url`.
+deliveries may be resent to one. Where a URL may point is `addresses.check_url`; an account
+has one endpoint per URL in each mode (`_one_endpoint_per_url`).
 """
 
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 
 from app.errors import Conflict, InvalidRequest, NotFound
 from app.extensions import db
@@ -24,23 +28,26 @@ from app.services.webhooks.addresses import check_url
 ENDPOINT_MACHINE = StateMachine(
     "webhook endpoint", {status: frozenset(EndpointStatus) for status in EndpointStatus}
 )
+URL_TAKEN = "webhook_endpoint_exists"
 
 
 def create_endpoint(
     account_id: str, mode: KeyMode, url: str, events: list[str]
 ) -> tuple[WebhookEndpoint, str]:
-    """A new ACTIVE endpoint and its signing secret (64 hex), shown to the caller only now."""
+    """A new ACTIVE endpoint and its signing secret (64 hex), shown to the caller only now.
+    A URL another endpoint of the account has in this mode is 409 (`_one_endpoint_per_url`)."""
+    url = check_url(url, mode)
     secret, ciphertext = _new_secret()
     endpoint = WebhookEndpoint(
         account_id=account_id,
         mode=mode,
-        url=check_url(url, mode),
+        url=url,
         events=_checked_events(events),
         status=EndpointStatus.ACTIVE,
         secret_ciphertext=ciphertext,
     )
-    db.session.add(endpoint)
-    db.session.flush()
+    with _one_endpoint_per_url(account_id, mode, url):
+        db.session.add(endpoint)
     return endpoint, secret
 
 
@@ -87,16 +94,66 @@ def _oldest_first(endpoints: sa.Select) -> list[WebhookEndpoint]:
 def update_endpoint(
     account_id: str, mode: KeyMode, endpoint_id: str, changes: dict
 ) -> WebhookEndpoint:
-    """Change only what is sent: url, events, status."""
+    """Change only what is sent: url, events, status. A URL another endpoint of the account
+    has in this mode is 409 (`_one_endpoint_per_url`)."""
     endpoint = get_endpoint(account_id, mode, endpoint_id)
     if "url" in changes:
-        endpoint.url = check_url(changes["url"], mode)
+        url = check_url(changes["url"], mode)
+        with _one_endpoint_per_url(account_id, mode, url, other_than=endpoint.id):
+            endpoint.url = url
     if "events" in changes:
         endpoint.events = _checked_events(changes["events"])
     if "status" in changes:
         ENDPOINT_MACHINE.move(endpoint, EndpointStatus(changes["status"]))
     endpoint.updated_at = utcnow()
     return endpoint
+
+
+@contextmanager
+def _one_endpoint_per_url(
+    account_id: str, mode: KeyMode, url: str, *, other_than: str | None = None
+) -> Iterator[None]:
+    """Write the endpoint (in the block) only if no other endpoint of the account in this mode
+    has exactly this URL: otherwise each event would be delivered twice to one receiver. A
+    disabled endpoint counts (it can be enabled again), a deleted one does not. URLs are
+    compared as stored, character for character, as `check_url` keeps them.
+
+    A twin written meanwhile by a concurrent request is caught by the unique index
+    `uq_webhook_endpoints_url` when the block is flushed, and is the same 409; the failed
+    write leaves the transaction unusable, so it is rolled back (the request fails anyway)."""
+    twin = _endpoint_with_url(account_id, mode, url, other_than)
+    if twin is not None:
+        raise _url_taken(twin)
+    yield
+    try:
+        db.session.flush()
+    except IntegrityError:
+        db.session.rollback()
+        twin = _endpoint_with_url(account_id, mode, url, other_than)
+        if twin is None:
+            raise
+        raise _url_taken(twin) from None
+
+
+def _endpoint_with_url(
+    account_id: str, mode: KeyMode, url: str, other_than: str | None
+) -> WebhookEndpoint | None:
+    endpoints = _undeleted(account_id, mode).where(WebhookEndpoint.url == url)
+    if other_than is not None:
+        endpoints = endpoints.where(WebhookEndpoint.id != other_than)
+    return db.session.scalar(endpoints.limit(1))
+
+
+def _url_taken(twin: WebhookEndpoint) -> Conflict:
+    disabled = (
+        " (INACTIVE: it can be enabled again)" if twin.status is EndpointStatus.INACTIVE else ""
+    )
+    return Conflict(
+        f"Webhook endpoint {twin.id}{disabled} already has this URL; each URL has one endpoint "
+        "per mode, so change that endpoint's events instead.",
+        code=URL_TAKEN,
+        param="url",
+    )
 
 
 def rotate_secret(account_id: str, mode: KeyMode, endpoint_id: str) -> tuple[WebhookEndpoint, str]:
