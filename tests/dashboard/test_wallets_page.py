@@ -324,7 +324,10 @@ def test_the_planilha_opens_in_a_brazilian_excel(app, client, owner):
         db.session.commit()
     sign_in(client, owner)
 
-    response = client.get(f"{CSV}?format=planilha")
+    page = _text(client.get(PAGE))
+    link = re.search(r'<a href="([^"]+)" download>Planilha \(Excel Brasil\)</a>', page).group(1)
+    assert link == f"{CSV}?mode=test&currency=BRL&format=planilha"
+    response = client.get(link)
     assert response.headers["Content-Disposition"] == (
         'attachment; filename="statement-BRL-test-planilha.csv"'
     )
