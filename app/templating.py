@@ -1,5 +1,6 @@
 """Jinja filters and globals for every page: São Paulo time with the zone named, a boleto's
-due date as a day, and money in Brazilian notation from integer minor units."""
+due date as a day, money from integer minor units and percentages in Brazilian notation, and
+a CPF or CNPJ punctuated as it is printed."""
 
 import re
 from datetime import datetime
@@ -10,7 +11,9 @@ from markupsafe import Markup
 
 from app.errors import current_request_id
 from app.formats.money import format_money
+from app.formats.numbers import format_percent
 from app.methods import boleto
+from app.pix import documents
 
 DISPLAY_TIMEZONE = ZoneInfo("America/Sao_Paulo")
 ZONE_NAMED = "(America/Sao_Paulo)"
@@ -51,6 +54,8 @@ def register_templating(app: Flask) -> None:
     app.add_template_filter(local_time_element, "local_datetime")
     app.add_template_filter(boleto.formatted_due_date, "boleto_due_date")
     app.add_template_filter(money)
+    app.add_template_filter(format_percent, "percent")
+    app.add_template_filter(documents.formatted, "tax_id")
     app.add_template_filter(breakable_url)
 
     @app.context_processor

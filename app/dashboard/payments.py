@@ -216,7 +216,6 @@ def payment_stats_page() -> ResponseReturnValue:
         max_days=payment_stats.MAX_DAYS,
         stats=stats,
         first_day=window.first_day,
-        success_rate=f"{stats['successRate']:.1%}" if stats["totalTransactions"] else "—",
         currencies=sorted({*currencies, currency}),
         chart=VolumeChart.build(currency, stats["dailyVolume"]),
         method_labels=METHOD_LABELS,

@@ -51,6 +51,7 @@ from redis.exceptions import RedisError
 
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db, get_redis
+from app.formats.money import DECIMAL_POINT, format_money
 from app.models import (
     FINAL_DISPUTE_STATUSES,
     FINAL_REFUND_STATUSES,
@@ -82,6 +83,7 @@ from app.services.transactions import (
     pix_payments,
     refund_submission,
 )
+from app.services.transactions.charges import PIX_CURRENCY
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +127,9 @@ def apply_received(entries: Iterable[PixEntry]) -> None:
             psp_notices.record(
                 PspNoticeKind.UNMATCHED_PIX,
                 entry.end_to_end_id,
-                f"Pix {entry.end_to_end_id} of {entry.amount} cents (txid {entry.txid or 'none'}) "
-                "belongs to no live charge of ours.",
+                f"Pix {entry.end_to_end_id} of "
+                f"{format_money(entry.amount, PIX_CURRENCY, DECIMAL_POINT)} "
+                f"(txid {entry.txid or 'none'}) belongs to no live charge of ours.",
                 entry.raw,
             )
             continue
@@ -227,7 +230,8 @@ def _unconfirmed(reported: PixEntry, why: str) -> None:
     psp_notices.record(
         PspNoticeKind.UNCONFIRMED_PIX,
         reported.end_to_end_id,
-        f"A webhook call reported Pix {reported.end_to_end_id} of {reported.amount} cents "
+        f"A webhook call reported Pix {reported.end_to_end_id} of "
+        f"{format_money(reported.amount, PIX_CURRENCY, DECIMAL_POINT)} "
         f"(txid {reported.txid or 'none'}), not credited: {why}. A forged call means the "
         "webhook's path secret leaked or mutual TLS is not enforced.",
         reported.raw,

@@ -1,10 +1,12 @@
 """Settings refuse to run unsafely instead of running with a public secret, and every one
 of them is documented."""
 
+import io
 import re
 
 import pytest
 from cryptography.fernet import Fernet
+from dotenv import dotenv_values
 
 from app.config import DEVELOPMENT_SECRET, PROJECT_ROOT, load_settings
 from app.providers.api_pix.settings import DEFAULT_SCOPES, DEFAULT_TIMEOUT_SECONDS, ApiPixSettings
@@ -141,3 +143,34 @@ def test_api_pix_defaults_and_checks_come_from_its_settings(monkeypatch):
     monkeypatch.setenv("API_PIX_TIMEOUT_SECONDS", "soon")
     with pytest.raises(RuntimeError, match="API_PIX_TIMEOUT_SECONDS is not a number"):
         validate_settings(load_settings())
+
+
+def _env_example() -> tuple[dict[str, str], list[str]]:
+    """`.env.example` as dotenv reads it: its set variables, and each commented-out example
+    (`# NAME=value`) as the line a developer gets by deleting the `# `."""
+    text = PROJECT_ROOT.joinpath(".env.example").read_text()
+    examples = re.findall(r"^# ?([A-Z][A-Z0-9_]*=.*)$", text, re.MULTILINE)
+    return dotenv_values(stream=io.StringIO(text)), examples
+
+
+def _uncommented(monkeypatch, lines: list[str]) -> dict:
+    """The settings with `.env.example`'s variables and these example lines set."""
+    active, _ = _env_example()
+    example = {**active, **dotenv_values(stream=io.StringIO("\n".join(lines)))}
+    for name in {*SETTINGS_UNDER_TEST, *example}:
+        monkeypatch.delenv(name, raising=False)
+    return _settings(monkeypatch, **{name: value or "" for name, value in example.items()})
+
+
+@pytest.mark.parametrize("line", _env_example()[1], ids=lambda line: line.split("=")[0])
+def test_each_commented_example_in_env_example_passes_the_settings_checks(monkeypatch, line):
+    """Uncommenting one line of `.env.example` never stops start-up."""
+    validate_settings(_uncommented(monkeypatch, [line]))
+
+
+def test_env_example_with_every_example_uncommented_passes_the_settings_checks(monkeypatch):
+    _, examples = _env_example()
+    assert len(examples) >= 10, "no examples found: the pattern is stale"
+    settings = _uncommented(monkeypatch, examples)
+    validate_settings(settings)
+    assert settings["FEE_SCHEDULE"]["charges"]["PIX"]["platform"] == {"fixed": 0, "bps": 79}

@@ -65,7 +65,7 @@ def test_staff_see_held_payments_and_release_one(app, client, owner):
     page = html.unescape(client.get(BACK_OFFICE).get_data(as_text=True))
     assert "Payments held for review" in page
     assert charge_id in page and "Loja Teste" in page and "R$ 123,45" in page
-    assert "Ana Souza" in page and "52998224725" in page
+    assert "Ana Souza" in page and "529.982.247-25" in page
     assert "document not reported" in page
     assert f'action="{BACK_OFFICE}/charges/{charge_id}/release"' in page
     assert 'data-confirm="Release R$ 123,45 to Loja Teste?' in page

@@ -173,7 +173,7 @@ def test_detail_shows_the_public_charge_qr_code_and_checkout_link(app, client, o
     assert page.status_code == 200
     text = _text(page)
     assert charge["id"] in text and "R$ 123,45" in text and "Pedido 42" in text
-    assert "ana@example.com" in text and "52998224725" in text
+    assert "ana@example.com" in text and "529.982.247-25" in text
     qr = re.search(r'<img class="qr" src="(/v1/pix/locations/[0-9a-f]+/qr\.png)"', text)
     assert qr and client.get(qr.group(1)).mimetype == "image/png"
     assert f'value="{charge["pix"]["br_code"]}"' in text

@@ -646,7 +646,7 @@ def test_refund_refusals_show_the_services_message_beside_the_field(app, redis, 
     detail = f"{PAGE}/{payment['id']}"
     before = available(client, merchant)
     cases = [
-        ({"amount": "250,01"}, "amount", "At most 25000 of this transaction"),
+        ({"amount": "250,01"}, "amount", "At most BRL 250.00 of this transaction"),
         ({"amount": "0"}, "amount", "Enter an amount greater than zero."),
         ({"amount": "1,234"}, "amount", "Use at most two decimal places"),
         ({"destination_key": "not a key"}, "destination_key", "not a valid Pix key"),
@@ -789,7 +789,7 @@ def test_stats_render_totals_and_an_svg_bar_per_day(app, redis, client, owner, a
     assert response.status_code == 200
     text = _text(response)
     assert '<p class="figure">3</p>' in text and '<p class="figure">1</p>' in text
-    assert '<p class="figure">33.3%</p>' in text
+    assert '<p class="figure">33,3%</p>' in text
     assert "R$ 300,00" in text
 
     svg = re.search(r"<svg [^>]*>.*?</svg>", text, re.S).group(0)

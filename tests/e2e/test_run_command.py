@@ -29,6 +29,11 @@ def stack(tmp_path):
         EMBEDDED_REDIS_PORT=str(redis_port),
         DEV_RECEIVER_PORT=str(receiver_port),
         WEB_CONCURRENCY="1",
+        # The shortest sweeps the deployed stack runs (tests/support/deployed.py): jobs every
+        # second, so the console is tested against a busy minute.
+        SETTLEMENT_RELEASE_SWEEP_SECONDS="1",
+        WEBHOOK_SWEEP_SECONDS="1",
+        REFUND_POLL_SECONDS="1",
     )
     log = (tmp_path / "stack.log").open("w+")
     process = subprocess.Popen(
@@ -50,13 +55,15 @@ def stack(tmp_path):
         )
         assert process.poll() is None, output()
         base = f"http://127.0.0.1:{port}"
-        wait_for(lambda: answers_ok(f"{base}/healthz"), 30, "the web process")
+        # gunicorn loads the app after the banner: about a minute on a loaded 2-core machine.
+        wait_for(lambda: answers_ok(f"{base}/healthz"), 120, "the web process")
         yield {
             "base": base,
             "output": output(),
             "read_output": output,
             "redis": f"redis://127.0.0.1:{redis_port}/0",
             "process": process,
+            "logs": tmp_path / "instance" / "logs",
         }
     finally:
         if process.poll() is None:
@@ -98,10 +105,35 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
     job = Queue("default", connection=redis).enqueue("app.jobs.maintenance.prune_revoked_tokens")
     wait_for(lambda: job.get_status(refresh=True) == "finished", 30, "the worker to run a job")
     wait_for(lambda: CronScheduler.all(redis), 30, "rq cron to register")
+    _the_console_keeps_the_banner_while_the_logs_keep_the_jobs(stack)
 
     stack["process"].send_signal(signal.SIGINT)
     assert stack["process"].wait(timeout=30) == 0
     assert not answers_ok(f"{stack['base']}/healthz")
+
+
+def _the_console_keeps_the_banner_while_the_logs_keep_the_jobs(stack) -> None:
+    """Periodic jobs and requests log a line each to the processes' files under
+    `<INSTANCE_PATH>/logs/`, where the banner and the README say; the console keeps the
+    banner in view: beyond it, only the receiver's deliveries and warnings or errors."""
+    logs = stack["logs"]
+    banner_end = f"Logs:         {logs}/<process>.log"
+    assert banner_end in stack["output"]
+    assert "`instance/logs/<process>.log`" in (ROOT / "README.md").read_text()
+
+    def finished_jobs() -> int:
+        return sum(
+            (logs / f"{name}.log").read_text().count("Successfully completed app.jobs.")
+            for name in ("worker", "webhooks")
+        )
+
+    wait_for(lambda: finished_jobs() >= 60, 180, "60 jobs to have run")
+    cron_log = (logs / "cron.log").read_text()
+    assert cron_log.count("Enqueued job release_settlements to queue money") >= 10
+    assert '"path": "/v1/payments' in (logs / "web.log").read_text()  # a request's line
+    beyond_banner = stack["read_output"]().partition(banner_end)[2].splitlines()[1:]
+    assert len(beyond_banner) < 30, "\n".join(beyond_banner)
+    assert not [line for line in beyond_banner if "Job OK" in line or '"INFO"' in line]
 
 
 def _the_printed_receiver_prints_deliveries(stack, test_key: str) -> None:

@@ -34,6 +34,7 @@ from flask import current_app
 from app.errors import Conflict, InvalidRequest, NotFound
 from app.extensions import DEFAULT_QUEUE, db
 from app.formats.disputes import med_metadata
+from app.formats.money import DECIMAL_POINT, format_money
 from app.models import (
     DISPUTED_STATUSES,
     SETTLED_STATUSES,
@@ -193,7 +194,10 @@ def _check_notice(transaction: Transaction, notice: DisputeNotice) -> None:
         )
     if notice.amount is not None and not 0 < notice.amount <= MAX_AMOUNT:
         raise InvalidRequest(
-            f"amount is an integer from 1 to {MAX_AMOUNT}.", code="invalid_amount", param="amount"
+            f"amount is from {format_money(1, transaction.currency, DECIMAL_POINT)} to "
+            f"{format_money(MAX_AMOUNT, transaction.currency, DECIMAL_POINT)}.",
+            code="invalid_amount",
+            param="amount",
         )
     if notice.method is not None and notice.method not in MED_METHODS:
         raise InvalidRequest(f"method is one of {', '.join(MED_METHODS)}.", param="method")
@@ -292,7 +296,9 @@ def confirm_amount(case_id: str, amount: int, actor_user_id: str | None) -> Disp
     unrefunded = transaction.amount - refunded_total(transaction)
     if not isinstance(amount, int) or not 0 < amount <= unrefunded:
         raise InvalidRequest(
-            f"amount is from 1 to {max(unrefunded, 0)} (the charge less its completed refunds).",
+            f"amount is from {format_money(1, transaction.currency, DECIMAL_POINT)} to "
+            f"{format_money(max(unrefunded, 0), transaction.currency, DECIMAL_POINT)} (the "
+            "charge less its completed refunds).",
             code="invalid_amount",
             param="amount",
         )

@@ -13,6 +13,7 @@ from flask import current_app
 from app.business_days import SAO_PAULO
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db
+from app.formats.money import DECIMAL_POINT, format_money
 from app.models import Account, KeyMode, Payout, PayoutStatus
 from app.models.base import utcnow
 from app.services import ledger, wallets
@@ -38,8 +39,11 @@ def check_covered(
     else:
         available = wallets.balance(account_id, mode, currency).available
     if available < total:
+        shown_available = format_money(available, currency, DECIMAL_POINT)
+        shown_total = format_money(total, currency, DECIMAL_POINT)
         raise refusal(
-            f"The available balance ({available}) does not cover the amount plus fee ({total}).",
+            f"The available balance ({shown_available}) does not cover the amount plus fee "
+            f"({shown_total}).",
             code=INSUFFICIENT_FUNDS,
             param="amount" if refusal is InvalidRequest else None,
         )
@@ -54,7 +58,8 @@ def check_caps(account: Account, mode: KeyMode, amount: int) -> None:
         cap = current_app.config["PAYOUT_TRANSACTION_CAP"]
     if amount > cap:
         raise InvalidRequest(
-            f"A payout may be at most {cap} centavos under this account's contract.",
+            f"A payout may be at most {format_money(cap, BRL, DECIMAL_POINT)} under this "
+            "account's contract.",
             code="payout_amount_limit_exceeded",
             param="amount",
         )
@@ -73,7 +78,8 @@ def check_caps(account: Account, mode: KeyMode, amount: int) -> None:
     )
     if requested_today + amount > daily_cap:
         raise InvalidRequest(
-            f"Payouts today would exceed the daily limit of {daily_cap} centavos.",
+            "Payouts today would exceed the daily limit of "
+            f"{format_money(daily_cap, BRL, DECIMAL_POINT)}.",
             code="payout_daily_limit_exceeded",
             param="amount",
         )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from app.errors import Conflict, InvalidRequest, NotFound
 from app.extensions import db
+from app.formats.money import DECIMAL_POINT, format_money
 from app.models import Account, KeyMode, Membership, Payout, PayoutStatus, PayoutType
 from app.pix import keys
 from app.pix.documents import strip_formatting, tax_id_kind
@@ -71,7 +72,8 @@ def request_payout(membership: Membership, new: NewPayout) -> Payout:
     fee = fees.payout_fee(new.type, new.amount)
     if new.amount <= fee:
         raise InvalidRequest(
-            f"The amount must be more than the payout fee ({fee}).",
+            "The amount must be more than the payout fee "
+            f"({format_money(fee, new.currency, DECIMAL_POINT)}).",
             code="invalid_amount",
             param="amount",
         )

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from app.errors import Conflict, InvalidRequest, ServiceUnavailable, Unprocessable
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
+from app.formats.money import DECIMAL_POINT, format_money
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.pix.brcode import MAX_AMOUNT_LENGTH
@@ -258,7 +259,9 @@ def _validated(new: NewCharge) -> dict:
         )
     if new.amount > MAX_AMOUNT:
         raise InvalidRequest(
-            f"amount is at most {MAX_AMOUNT} centavos.", code="invalid_amount", param="amount"
+            f"amount is at most {format_money(MAX_AMOUNT, PIX_CURRENCY, DECIMAL_POINT)}.",
+            code="invalid_amount",
+            param="amount",
         )
     if new.currency.upper() != PIX_CURRENCY:
         raise InvalidRequest("Pix charges are in BRL.", param="currency")

@@ -15,6 +15,7 @@ from app.config import PAYMENT_METHODS
 from app.errors import Conflict, InvalidRequest, ServiceUnavailable, Unprocessable
 from app.extensions import MONEY_QUEUE, db
 from app.formats.charges import raw_id
+from app.formats.money import DECIMAL_POINT, format_money
 from app.formats.payments import TRANSACTION_ID_PREFIX
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import utcnow
@@ -186,8 +187,8 @@ def _require_support(
     unserved = [method for method in methods if not provider.supports(method, currency, amount)]
     if unserved:
         raise Unprocessable(
-            f"No provider serves {', '.join(unserved)} for {amount} in {currency}; "
-            "choose another method or currency.",
+            f"No provider serves {', '.join(unserved)} for "
+            f"{format_money(amount, currency, DECIMAL_POINT)}; choose another method or currency.",
             code="unprocessable_entity",
         )
 

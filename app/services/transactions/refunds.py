@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from app.errors import Conflict, InvalidRequest, NotFound, Unprocessable
 from app.extensions import MONEY_QUEUE, db
+from app.formats.money import DECIMAL_POINT, format_money
 from app.models import (
     DISPUTED_STATUSES,
     SETTLED_STATUSES,
@@ -122,7 +123,8 @@ def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: Refun
     amount = refundable.amount if order.amount is None else order.amount
     if amount > refundable.amount:
         raise InvalidRequest(
-            f"At most {refundable.amount} of this transaction can still be refunded.",
+            f"At most {format_money(refundable.amount, payment.currency, DECIMAL_POINT)} of "
+            "this transaction can still be refunded.",
             code=EXCEEDS_REFUNDABLE,
             param="amount",
         )

@@ -161,7 +161,7 @@ def test_a_pix_for_no_charge_of_ours_is_acknowledged_and_kept_for_the_back_offic
     by_subject = {notice.subject: notice for notice in unmatched}
     assert by_subject[foreign["endToEndId"]].occurrences == 2
     assert by_subject[foreign["endToEndId"]].reported["txid"] == "pedido42"
-    assert "990 cents" in by_subject[static["endToEndId"]].detail
+    assert "of BRL 9.90 " in by_subject[static["endToEndId"]].detail
     assert balance(client, live)["pending"] == 0
 
 
