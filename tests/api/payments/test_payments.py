@@ -37,6 +37,7 @@ from app.models.base import utcnow
 from app.pix import brcode
 from app.providers.base import ProviderError, ProviderRefused
 from app.providers.sandbox import SandboxProvider
+from app.services.transactions import charge_expiry
 from app.services.transactions import charges as charges_service
 from tests.support import charges, factories
 from tests.support.http import assert_error, count_rows
@@ -1080,7 +1081,7 @@ def test_lists_sorted_both_ways_never_deadlock_expiring_rows(
         time_module.sleep(0.2)  # widen the window between one row's lock and the next
         expire(charge, now)
 
-    monkeypatch.setattr(charges_service, "_expire", slow_expire)
+    monkeypatch.setattr(charge_expiry, "_expire", slow_expire)
     barrier = threading.Barrier(2)
 
     def listing(order: str) -> int:
