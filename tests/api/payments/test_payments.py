@@ -38,7 +38,6 @@ from app.pix import brcode
 from app.providers.base import ProviderError, ProviderRefused
 from app.providers.sandbox import SandboxProvider
 from app.services.transactions import charge_expiry
-from app.services.transactions import charges as charges_service
 from tests.support import charges, factories
 from tests.support.http import assert_error, count_rows
 from tests.support.payments import create, created, finalised, get, paid, pay, payment_body
@@ -1075,7 +1074,7 @@ def test_lists_sorted_both_ways_never_deadlock_expiring_rows(
     ids = [created(client, api_key, amount=1_000 + n)["id"] for n in range(4)]
     for payment_id in ids:
         charges.update_row(app, payment_id, expires_at=utcnow() - timedelta(seconds=1))
-    expire = charges_service._expire
+    expire = charge_expiry._expire
 
     def slow_expire(charge, now):
         time_module.sleep(0.2)  # widen the window between one row's lock and the next
