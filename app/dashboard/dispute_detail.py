@@ -71,7 +71,8 @@ def dispute_page(case_id: str) -> ResponseReturnValue:
 @bp.post("/disputes/<case_id>/appeal")
 @member_required
 def appeal_dispute(case_id: str) -> ResponseReturnValue:
-    """Contest an open case (OWNER and ADMIN only); the amount stays held until the decision."""
+    """Contest an open case (OWNER and ADMIN only); what was held stays held until the
+    decision."""
     mode = mode_arg()
     _role().require()
     form = AppealForm()
@@ -81,7 +82,7 @@ def appeal_dispute(case_id: str) -> ResponseReturnValue:
         mode,
         case_id,
         lambda: cases.appeal(g.account_id, MODES[mode], case_id, form.reason.data, current_user.id),
-        lambda case: "Appeal sent: the amount stays held until the dispute is decided.",
+        lambda case: f"Appeal sent: {held_until_decided(case)}",
     )
 
 
@@ -188,6 +189,18 @@ def timeline(case: DisputeCase, evidence: list[DisputeEvidence]) -> list[Timelin
     return sorted(entries, key=lambda entry: entry.at)
 
 
+def held_until_decided(case: DisputeCase) -> str:
+    """What an appealed case keeps held, from its own held amount: a case whose reported
+    amount differed held nothing (or, once confirmed, another amount), and a completed refund
+    lowers a hold, so none may claim the disputed amount waits on the decision."""
+    if not case.held_amount:
+        return "nothing was held from your wallet for this dispute, so no money waits on it."
+    if case.held_amount == case.amount:
+        return "the amount stays held until the dispute is decided."
+    held = money(case.held_amount, case.currency)
+    return f"{held} stays held from your wallet until the dispute is decided."
+
+
 def _opening_effect(case: DisputeCase) -> str:
     if case.held_amount:
         held = money(case.held_amount, case.currency)
@@ -225,6 +238,7 @@ def _detail_page(
         evidence=evidence,
         view_url=dispute_evidence.view_url,  # signed for 5 minutes from now, so made at render time
         timeline=timeline(case, evidence),
+        held_until_decided=held_until_decided(case),
         outcome_effects=OUTCOME_EFFECTS,
         can_appeal=(appealability & role).allowed,
         can_accept=(acceptability & role).allowed,

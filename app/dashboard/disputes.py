@@ -18,10 +18,12 @@ from app.dashboard import bp
 from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
 from app.dashboard.params import (
     MODES,
+    DayRange,
     QueryFilters,
     choice_arg,
     date_range_args,
     day_bounds,
+    day_range_arg,
     mode_arg,
 )
 from app.dashboard.session import member_required
@@ -119,12 +121,15 @@ def dispute_badge(status: DisputeStatus) -> str:
 @bp.get("/disputes")
 @member_required
 def disputes_page() -> ResponseReturnValue:
-    """One page of the mode's cases, newest first, with their deadlines and evidence counts."""
-    filters = _filters()
+    """One page of the mode's cases, newest first, with their deadlines and evidence counts.
+    Days that cannot filter are shown back beside their fields, the list unfiltered by day."""
+    days = day_range_arg("created_from", "created_to")
+    filters = _filters(days)
     page = listing.list_cases(g.account_id, MODES[filters.mode], filters.query())
-    return render_template(
+    html = render_template(
         "dashboard/disputes.html",
         filters=filters,
+        days=days,
         page=page,
         evidence_counts=listing.evidence_counts([case.id for case in page.data]),
         statuses=STATUSES,
@@ -133,6 +138,7 @@ def disputes_page() -> ResponseReturnValue:
         csv_args=filters.args(starting_after=None),  # the export is every page
         sao_paulo=DISPLAY_TIMEZONE.key,
     )
+    return html, 400 if days.problems else 200
 
 
 @bp.get("/disputes/export.csv")
@@ -141,7 +147,7 @@ def disputes_csv() -> ResponseReturnValue:
     """The filtered list, every page of it, streamed as it is read (amounts in minor units,
     times in UTC). The cursor walks back from the newest case, so cases opened while the
     export runs never shift the pages it reads."""
-    filters = _filters()
+    filters = _filters(DayRange(*date_range_args("created_from", "created_to")))
     rows = listing.case_rows(g.account_id, MODES[filters.mode], filters.query(), EXPORT_CHUNK)
     return csv_response(CSV_COLUMNS, starmap(_csv_values, rows), f"disputes-{filters.mode}.csv")
 
@@ -170,14 +176,13 @@ def _csv_values(case: DisputeCase, evidence_count: int) -> tuple:
     )
 
 
-def _filters() -> DisputeFilters:
-    start, end = date_range_args("created_from", "created_to")
+def _filters(days: DayRange) -> DisputeFilters:
     return DisputeFilters(
         mode=mode_arg(),
         status=choice_arg("status", STATUSES),
         type=choice_arg("type", TYPES),
         charge_id=(request.args.get("charge_id") or "").strip() or None,
-        created_from=start,
-        created_to=end,
+        created_from=days.first,
+        created_to=days.last,
         starting_after=request.args.get("starting_after") or None,
     )

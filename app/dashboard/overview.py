@@ -1,7 +1,11 @@
 """The page a member lands on after signing in: for the mode shown (`?mode=test|live`),
-balances, upcoming releases, today's payments, the daily paid volume of the last 30 days and
-the payouts waiting for approval; for both modes, the webhook endpoints whose deliveries
-keep failing and the disputes still waiting for an answer, the most urgent deadline first.
+balances, upcoming releases, today's payments, the daily paid volume of the last 30 days, the
+payouts waiting for approval, the webhook endpoints whose deliveries keep failing and the
+disputes still waiting for an answer, the most urgent deadline first. Only the API keys card
+counts both modes, as the API keys page lists them.
+
+Every other figure is the shown mode's, so nothing from the sandbox appears under the live
+banner (nor live money under the test one).
 
 Figures come from the services behind the API and the other pages (`wallets`,
 `payment_stats` through `services.overview`), so the overview never disagrees with them.
@@ -42,16 +46,8 @@ def overview() -> ResponseReturnValue:
         primary_currency=PRIMARY_CURRENCY,
         live_keys=sum(1 for k in keys if k.mode == "live"),
         test_keys=sum(1 for k in keys if k.mode == "test"),
-        failing_webhooks={
-            name: count
-            for name, each_mode in MODES.items()
-            if (count := len(webhook_alerts.failing_endpoints(account_id, each_mode)))
-        },
-        open_disputes=[
-            (name, case)
-            for name, each_mode in MODES.items()
-            for case in dispute_listing.open_cases_by_deadline(account_id, each_mode)
-        ],
+        failing_webhooks=len(webhook_alerts.failing_endpoints(account_id, key_mode)),
+        open_disputes=dispute_listing.open_cases_by_deadline(account_id, key_mode),
     )
 
 

@@ -3,11 +3,12 @@ from a list, and São Paulo calendar days with the UTC instants they span.
 
 Filters live in the query string so a reload, a bookmark or a shared link shows the same list;
 each list's filters are a frozen dataclass with `QueryFilters.args()` to build its links. A
-value out of range is a 400 naming the parameter, as the API answers.
+value out of range is a 400 naming the parameter, as the API answers, except a list's dates:
+someone types those, so `day_range_arg` hands their problem to the page to show beside them.
 """
 
 import re
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import ClassVar
 
@@ -40,11 +41,19 @@ class QueryFilters:
 
 
 def mode_arg() -> str:
-    """`mode`, test unless asked. The layout names it in the bar under the top bar and keeps
-    it in the navigation's links (`g.dashboard_mode`)."""
+    """`mode` from the address, test unless asked, as the page's `shown_mode`."""
     mode = request.args.get("mode") or "test"
     if mode not in MODES:
         raise InvalidRequest("mode is test or live.", param="mode")
+    return shown_mode(mode)
+
+
+def shown_mode(mode: str) -> str:
+    """Record `mode` as the one the page shows: the layout names it in the bar under the top
+    bar (red in live) and keeps it in the navigation's links (`g.dashboard_mode`). A view
+    records it before rendering, by `mode_arg` or, when its form carries the mode instead of
+    the address (the Pix payout form, the test-only forms), here: a form shown again with
+    its errors then keeps the banner of the page it was sent from."""
     g.dashboard_mode = mode
     return mode
 
@@ -79,12 +88,44 @@ def choice_arg(name: str, allowed: tuple[str, ...], refusal: str | None = None) 
     return value
 
 
+@dataclass(frozen=True)
+class DayRange:
+    """A list's two date fields as typed (`typed`, by field name), and the São Paulo days they
+    filter by, in order. When they cannot filter (`problems`, by field name, in the page's
+    words), neither day is used: the list shows the other filters' rows, and the form shows
+    the days again with the problem beside the field at fault."""
+
+    first: str | None = None
+    last: str | None = None
+    typed: dict[str, str] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+UNREADABLE_DAY = "Not a day: choose one in the calendar, or type it like 2026-11-21."
+REVERSED_DAYS = "After the last day, so nothing could match: swap the two days."
+
+
+def day_range_arg(first: str, last: str) -> DayRange:
+    """Two YYYY-MM-DD days (São Paulo calendar) as typed in a list's date fields; never a 400,
+    so a slip in a date field keeps the page and every other filter."""
+    typed = {name: (request.args.get(name) or "").strip() for name in (first, last)}
+    days = {name: _day(text) for name, text in typed.items()}
+    problems = {name: UNREADABLE_DAY for name, text in typed.items() if text and not days[name]}
+    if not problems and days[first] and days[last] and days[first] > days[last]:
+        problems[first] = REVERSED_DAYS
+    if problems:
+        return DayRange(typed=typed, problems=problems)
+    return DayRange(days[first], days[last], typed)
+
+
 def date_range_args(first: str, last: str) -> tuple[str | None, str | None]:
-    """Two YYYY-MM-DD days (São Paulo calendar) as typed in date fields, in order."""
-    start, end = _date_arg(first), _date_arg(last)
-    if start and end and start > end:
-        raise InvalidRequest(f"{first} is after {last}.", param=first)
-    return start, end
+    """`day_range_arg`'s days, for a request with no form to show a problem in (an export):
+    a 400 naming the field instead."""
+    days = day_range_arg(first, last)
+    if days.problems:
+        name, problem = next(iter(days.problems.items()))
+        raise InvalidRequest(f"{name}: {problem}", param=name)
+    return days.first, days.last
 
 
 def day_bounds(first: str | None, last: str | None) -> tuple[datetime | None, datetime | None]:
@@ -96,16 +137,14 @@ def day_bounds(first: str | None, last: str | None) -> tuple[datetime | None, da
     return start, stop
 
 
-def _date_arg(name: str) -> str | None:
-    text = (request.args.get(name) or "").strip()
-    if not text:
+def _day(text: str) -> str | None:
+    """`text` as a YYYY-MM-DD day, or None when it is none."""
+    if not DATE.fullmatch(text):
         return None
     try:
-        if not DATE.fullmatch(text):
-            raise ValueError(text)
         return date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise InvalidRequest(f"{name} is a date, like 2026-11-21.", param=name) from None
+    except ValueError:  # 2026-02-30
+        return None
 
 
 def _midnight(day: date) -> datetime:

@@ -21,14 +21,17 @@ from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, 
 from app.dashboard.forms.payments import TestChargeForm, TestPaymentForm
 from app.dashboard.params import (
     MODES,
+    DayRange,
     QueryFilters,
     choice_arg,
     date_range_args,
     day_bounds,
+    day_range_arg,
     limit_arg,
     mode_arg,
     number_arg,
     page_arg,
+    shown_mode,
 )
 from app.dashboard.session import member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
@@ -123,9 +126,10 @@ class PaymentFilters(QueryFilters):
 @bp.get("/payments")
 @member_required
 def payments_page() -> ResponseReturnValue:
-    """One page of the mode's transactions, newest first; test mode offers the test forms."""
-    filters = _filters()
-    return _list_page(filters)
+    """One page of the mode's transactions, newest first; test mode offers the test forms.
+    Days that cannot filter are shown back beside their fields, the list unfiltered by day."""
+    days = day_range_arg("startDate", "endDate")
+    return _list_page(_filters(days), days=days, status=400 if days.problems else 200)
 
 
 @bp.post("/payments")
@@ -169,13 +173,14 @@ def _create_test(
 ) -> ResponseReturnValue:
     """A test form on the list (`form_name`'s place): created once, its refusal shown beside
     the field the service names, `done` flashed over the new transaction's page after."""
+    filters = PaymentFilters(mode=shown_mode("test"))
     if not form.validate_on_submit():
-        return _list_page(PaymentFilters(), **{form_name: form}, status=400)
+        return _list_page(filters, **{form_name: form}, status=400)
     try:
         raw_id = submit_once(form, create)
     except ApiError as error:
         show_error(form, error, field_for_param)
-        return _list_page(PaymentFilters(), **{form_name: form}, status=error.status)
+        return _list_page(filters, **{form_name: form}, status=error.status)
     flash(done, "info")
     return redirect(
         url_for("dashboard.payment_page", payment_id=id_prefix + raw_id, mode="test"), 303
@@ -188,7 +193,7 @@ def payments_csv() -> ResponseReturnValue:
     """The filtered list, every page of it, streamed as it is read (amounts in minor units,
     times in UTC). Rows created after the export started are left out, so the pages it reads
     one after the other never shift under it."""
-    filters = _filters()
+    filters = _filters(DayRange(*date_range_args("startDate", "endDate")))
     rows = payment_listing.payment_rows(
         g.account_id, MODES[filters.mode], filters.query(), EXPORT_CHUNK
     )
@@ -225,6 +230,7 @@ def payment_stats_page() -> ResponseReturnValue:
 def _list_page(
     filters: PaymentFilters,
     *,
+    days: DayRange | None = None,
     payment_form: TestPaymentForm | None = None,
     charge_form: TestChargeForm | None = None,
     status: int = 200,
@@ -242,6 +248,7 @@ def _list_page(
         method_labels=METHOD_LABELS,
         shown_id=transaction_id,
         csv_args=filters.args(page=1, limit=DEFAULT_PAGE_LIMIT),  # the export is every page
+        days=days or DayRange(),
         payment_form=(payment_form or _blank_payment_form()) if test_mode else None,
         charge_form=(charge_form or _blank_charge_form()) if test_mode else None,
         sao_paulo=DISPLAY_TIMEZONE.key,
@@ -271,14 +278,13 @@ def _csv_values(listed: ListedPayment) -> tuple:
     )
 
 
-def _filters() -> PaymentFilters:
-    start, end = date_range_args("startDate", "endDate")
+def _filters(days: DayRange) -> PaymentFilters:
     return PaymentFilters(
         mode=mode_arg(),
         status=choice_arg("status", STATUSES),
         method=choice_arg("method", payments.METHODS),
-        startDate=start,
-        endDate=end,
+        startDate=days.first,
+        endDate=days.last,
         limit=limit_arg(),
         page=page_arg(),
     )

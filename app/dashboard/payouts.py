@@ -21,7 +21,7 @@ from app.dashboard import bp
 from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
 from app.dashboard.forms import ConfirmForm
 from app.dashboard.forms.payouts import PixPayoutForm
-from app.dashboard.params import MODES, QueryFilters, choice_arg, mode_arg, page_arg
+from app.dashboard.params import MODES, QueryFilters, choice_arg, mode_arg, page_arg, shown_mode
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.errors import ApiError, Conflict
@@ -81,7 +81,7 @@ def payouts_page() -> ResponseReturnValue:
 def request_pix_payout() -> ResponseReturnValue:
     """Request a Pix payout: PENDING until approved, nothing debited before."""
     form = PixPayoutForm()
-    filters = PayoutFilters(mode=form.mode.data if form.mode.data in MODES else "test")
+    filters = PayoutFilters(mode=shown_mode(form.mode.data if form.mode.data in MODES else "test"))
     if not form.validate_on_submit():
         return _list_page(filters, form, 400)
     new = _new_payout(form)

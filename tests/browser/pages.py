@@ -1,8 +1,8 @@
 """What every HTML page must pass in a real browser, measured on the page as rendered:
 `<html lang>`, one visible `<h1>`, a label for every visible form field, no horizontal scroll
-at a 1280 by 800 window, on a page with navigation a skip link that is the first Tab stop and
-moves focus to `#main`, no console errors or Content Security Policy violations, and a status
-below 400.
+and no table wider than its card at a 1280 by 800 window, on a page with navigation a skip
+link that is the first Tab stop and moves focus to `#main`, no console errors or Content
+Security Policy violations, and a status below 400.
 
 `BrowserLog` listens to a tab from its first page on; `page_problems` reads it and the page,
 and answers each failed check as "check: detail" (an empty list when the page passes).
@@ -57,6 +57,33 @@ OVERFLOW = """() => {
     offenders: offenders.slice(0, 3),
   };
 }"""
+# Every visible table whose right edge is past the right edge of the content of the card it
+# is in (its right padding aside), or of the window when it is in none: a column cut off, or
+# reached only by scrolling the card sideways. Each with its section's heading, how far past,
+# and the headers of the columns that begin or end out there.
+TABLES_PAST_THEIR_CARDS = """() => [...document.querySelectorAll("table")]
+  .filter(table => table.checkVisibility())
+  .map(table => {
+    const card = table.closest(".card");
+    let edge = window.innerWidth;
+    if (card) {
+      const box = card.getBoundingClientRect();
+      const padding = parseFloat(getComputedStyle(card).paddingRight);
+      edge = Math.min(edge, box.left + card.clientLeft + card.clientWidth - padding);
+    }
+    const heading = table.closest("section")?.querySelector("h1, h2, h3");
+    const cut = [...table.querySelectorAll("thead th")]
+      .filter(cell => cell.getBoundingClientRect().right > edge + 0.5)
+      .map(cell => cell.textContent.trim() || "(unnamed)");
+    return {
+      where: heading ? `"${heading.textContent.trim()}"` : "the page",
+      container: card ? "card" : "window",
+      right: table.getBoundingClientRect().right,
+      edge,
+      cut,
+    };
+  })
+  .filter(table => table.right > table.edge + 0.5)"""
 # Where a keyboard user starts: the top of the document, not a field that took focus itself
 # (`autofocus`); the document element is made focusable just long enough to start there.
 FROM_THE_TOP = """() => {
@@ -162,6 +189,7 @@ def page_problems(page, log: BrowserLog, screenshot) -> list[str]:
     if unlabelled:
         problems.append("labels: no accessible label on " + ", ".join(unlabelled))
     problems += _overflow_problems(page)
+    problems += tables_past_their_cards(page)
     problems += [f"console: {message}" for message in log.console]
     page.screenshot(path=screenshot, full_page=True)
     problems += _skip_link_problems(page)
@@ -179,6 +207,17 @@ def _overflow_problems(page) -> list[str]:
     return [
         f"horizontal scroll: the page is {layout['scrollWidth']}px wide in a "
         f"{layout['innerWidth']}px window ({offenders or 'no single element found'})"
+    ]
+
+
+def tables_past_their_cards(page) -> list[str]:
+    """Each table of the page that does not fit in its card (or the window), as "table:
+    detail"; measure at the width that matters (`VIEWPORT`)."""
+    return [
+        f"table: the table in {table['where']} reaches {round(table['right'])}px, past its "
+        f"{table['container']}'s edge at {round(table['edge'])}px"
+        + (f" (cut off: {', '.join(table['cut'])})" if table["cut"] else "")
+        for table in page.evaluate(TABLES_PAST_THEIR_CARDS)
     ]
 
 

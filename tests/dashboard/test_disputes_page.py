@@ -345,6 +345,37 @@ def test_an_owner_appeals_and_the_amount_stays_held(app, client, shop, signed_in
     assert "Only an open case can be appealed; this one is appealed." in _text(client.get(detail))
 
 
+def test_appealing_a_case_that_held_nothing_never_says_money_is_held(app, client, shop, signed_in):
+    """Issue 21: "the amount stays held" stood beside "Held from your wallet R$ 0,00"."""
+    case = _opened(app, client, shop, amount=999)  # differs from the charge's: nothing held
+    detail = f"{PAGE}/{case['id']}"
+
+    response = _post(client, f"{detail}/appeal?mode=test", reason="Produto entregue")
+
+    assert response.status_code == 303
+    text = _text(client.get(detail))
+    assert 'Held from your wallet</dt><dd class="amount">R$ 0,00</dd>' in text
+    assert (
+        "Appeal sent: nothing was held from your wallet for this dispute, so no money waits on it."
+    ) in text
+    assert "You appealed: nothing was held from your wallet for this dispute" in text
+    assert "stays held" not in text
+
+
+def test_appealing_a_case_confirmed_at_another_amount_names_what_is_held(
+    app, client, shop, signed_in
+):
+    case = _opened(app, client, shop, amount=999)
+    d.update_case(app, case["id"], held_amount=500, hold_limit=500, under_review=False)
+    detail = f"{PAGE}/{case['id']}"
+
+    _post(client, f"{detail}/appeal?mode=test", reason="Produto entregue")
+
+    text = _text(client.get(detail))
+    assert "Appeal sent: R$ 5,00 stays held from your wallet until the dispute is decided." in text
+    assert "You appealed: R$ 5,00 stays held from your wallet" in text
+
+
 def test_accepting_needs_the_confirmation_and_loses_the_amount(app, client, shop, signed_in):
     case = _opened(app, client, shop)
     detail = f"{PAGE}/{case['id']}"

@@ -1,6 +1,7 @@
 """The overview: today's payments and the 30-day paid volume chart by São Paulo calendar day,
-the balances, the upcoming releases and the pending payouts of the mode asked for; empty
-states that say what to do next; never another account's figures."""
+the balances, the upcoming releases, the pending payouts, the open disputes and the failing
+webhook endpoints of the mode asked for; empty states that say what to do next; never another
+account's figures."""
 
 import html
 import re
@@ -13,15 +14,19 @@ from app.business_days import SAO_PAULO
 from app.extensions import db
 from app.models import (
     KeyMode,
+    Role,
     SettlementRelease,
     TransactionStatus,
 )
+from app.services.webhooks import endpoints as webhook_endpoints
+from tests.support import disputes as d
 from tests.support import factories
 from tests.support import ledger_rows as rows
 from tests.support import payouts as payout_calls
 from tests.support.charges import created, pay
 from tests.support.dashboard import sign_in
 from tests.support.payouts import funded_merchant
+from tests.support.refunds import merchant
 
 PAGE = "/dashboard/"
 NOW = datetime(2026, 11, 23, 13, 0, tzinfo=UTC)  # 10:00 in São Paulo, Monday 23/11/2026
@@ -179,6 +184,34 @@ def test_test_and_live_figures_stay_apart(app, client, owner, frozen):
         assert figure not in live_page
     assert '<a href="/dashboard/payouts?mode=live&status=PENDING">' in live_page
     assert client.get(f"{PAGE}?mode=prod").status_code == 400
+
+
+def test_disputes_and_failing_webhooks_are_the_modes_own(app, client, monkeypatch):
+    """Under the live banner, nothing from the sandbox (issue 21: a test dispute was listed)."""
+    shop = merchant(app, monkeypatch)
+    test_case = d.opened(client, shop, d.paid_charge(app, client, shop)["id"])
+    live_case = d.opened(client, shop, d.paid_charge(app, client, shop, amount=65_432)["id"])
+    d.update_case(app, live_case["id"], mode=KeyMode.LIVE)
+    with app.app_context():
+        endpoint, _secret = webhook_endpoints.create_endpoint(
+            shop.account_id, KeyMode.TEST, "http://localhost:9000/hooks", ["charge.paid"]
+        )
+        endpoint.consecutive_dead_letters = app.config["WEBHOOK_FAILING_ENDPOINT_ALERT"]
+        db.session.commit()
+    sign_in(client, factories.make_member(app, shop.account_id, Role.OWNER))
+
+    live = _text(client.get(f"{PAGE}?mode=live"))
+    disputes = _section(live, "open-disputes")
+    assert live_case["id"] in disputes and "R$ 654,32" in disputes
+    assert f'href="/dashboard/disputes/{live_case["id"]}?mode=live"' in disputes
+    assert test_case["id"] not in live and "R$ 123,45" not in live
+    assert "keeps failing" not in live and "test webhook" not in live
+
+    test = _text(client.get(PAGE))
+    disputes = _section(test, "open-disputes")
+    assert test_case["id"] in disputes and f"/disputes/{test_case['id']}?mode=test" in disputes
+    assert live_case["id"] not in test and "R$ 654,32" not in test
+    assert "Deliveries to 1 test webhook endpoint keeps failing." in test
 
 
 def test_an_empty_account_says_what_to_do_next(client, owner):
