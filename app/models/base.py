@@ -42,3 +42,12 @@ class UTCDateTime(TypeDecorator):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def search_text(*columns: str) -> str:
+    """The SQL of what a list's search box looks through (`services.search`): the columns,
+    lowercased, joined by spaces, an empty one as nothing. The same text on PostgreSQL and
+    SQLite (both read `->>` on JSON), and on PostgreSQL the exact expression a trigram index
+    covers (migration 0012_search), so `LIKE '%text%'` reads the index, not the table."""
+    joined = " || ' ' || ".join(f"coalesce({column}, '')" for column in columns)
+    return f"lower({joined})"

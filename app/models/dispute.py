@@ -18,7 +18,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
 from app.models.api_key import KeyMode
-from app.models.base import UTCDateTime, utcnow
+from app.models.base import UTCDateTime, search_text, utcnow
 
 
 class DisputeType(enum.StrEnum):
@@ -59,6 +59,18 @@ def _enum(kind: type[enum.StrEnum], length: int):
 
 def _values(kind: type[enum.StrEnum]) -> list[str]:
     return [member.value for member in kind]
+
+
+# What the dashboard's search box looks through (`services.search`); indexed on PostgreSQL.
+DISPUTE_SEARCH_TEXT = search_text(
+    "id",
+    "transaction_id",
+    "external_id",
+    "reference_id",
+    "payer_name",
+    "payer_document",
+    "reason",
+)
 
 
 class DisputeCase(db.Model):

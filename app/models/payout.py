@@ -13,7 +13,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
 from app.models.api_key import KeyMode
-from app.models.base import JSONType, UTCDateTime, new_id, utcnow
+from app.models.base import JSONType, UTCDateTime, new_id, search_text, utcnow
 
 
 class PayoutStatus(enum.StrEnum):
@@ -30,6 +30,16 @@ class PayoutType(enum.StrEnum):
     PIX = "PIX"
     TED = "TED"
     CRYPTO = "CRYPTO"
+
+
+# What the dashboard's search box looks through (`services.search`); indexed on PostgreSQL.
+PAYOUT_SEARCH_TEXT = search_text(
+    "id",
+    "pix_key",
+    "description",
+    "provider_reference",
+    "crypto_address",
+)
 
 
 class Payout(db.Model):

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
 from app.models.api_key import KeyMode
-from app.models.base import JSONType, UTCDateTime, new_id, utcnow
+from app.models.base import JSONType, UTCDateTime, new_id, search_text, utcnow
 
 
 class TransactionStatus(enum.StrEnum):
@@ -50,6 +50,19 @@ class ReceivedPixOutcome(enum.StrEnum):
 
 def _status_column():
     return mapped_column(sa.Enum(TransactionStatus, native_enum=False, length=20))
+
+
+# What the dashboard's search box looks through (`services.search`); indexed on PostgreSQL.
+TRANSACTION_SEARCH_TEXT = search_text(
+    "id",
+    "end_to_end_id",
+    "customer_name",
+    "customer_email",
+    "customer_id",
+    "customer_document",
+    "payer_document",
+    "metadata ->> 'description'",
+)
 
 
 class Transaction(db.Model):

@@ -12,7 +12,8 @@ from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX
 from app.formats.disputes import med_case_object
 from app.models import DisputeCase, DisputeEvidence, DisputeStatus, DisputeType, KeyMode
-from app.services import tenancy
+from app.models.dispute import DISPUTE_SEARCH_TEXT
+from app.services import search, tenancy
 
 CASE_PREFIX = "med_"
 DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT = 25, 100
@@ -27,6 +28,7 @@ class CaseQuery:
     charge_id: str | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    search: str | None = None  # the dashboard's search box (`services.search`)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ def list_cases(account_id: str, mode: KeyMode, query: CaseQuery) -> CasePage:
         conditions.append(DisputeCase.created_at > query.created_after)
     if query.created_before is not None:
         conditions.append(DisputeCase.created_at < query.created_before)
+    if query.search is not None:
+        conditions.append(search.matching(query.search, DISPUTE_SEARCH_TEXT))
     rows = db.session.scalars(
         sa.select(DisputeCase)
         .where(*conditions)

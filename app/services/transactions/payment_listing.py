@@ -1,6 +1,7 @@
 """Listing payments: one page of `GET /v1/payments` or the dashboard's list, and every row of
-a CSV export. Filters by status (as a reader sees it), offered method and creation time; sorts
-by any top-level field of the payment object, empty values last.
+a CSV export. Filters by status (as a reader sees it), offered method, creation time and the
+dashboard's search box (`services.search`); sorts by any top-level field of the payment
+object, empty values last.
 """
 
 import itertools
@@ -14,6 +15,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from app.extensions import db
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
+from app.models.transaction import TRANSACTION_SEARCH_TEXT
+from app.services import search
 from app.services.paging import paged
 from app.services.transactions import charge_expiry
 
@@ -68,6 +71,24 @@ class PaymentQuery:
     end: datetime | None = None
     sort_by: str = "createdAt"
     descending: bool = True
+    search: str | None = None  # the dashboard's search box (`services.search`)
+
+
+@dataclass(frozen=True)
+class Totals:
+    """What a filtered list adds up to in one currency: how many transactions it lists, and
+    of those received (`paid_at` set, later refunds or disputes included: those are wallet
+    movements of their own), the gross, the fees and the net."""
+
+    currency: str
+    count: int
+    received: int
+    gross: int
+    fees: int
+
+    @property
+    def net(self) -> int:
+        return self.gross - self.fees
 
 
 @dataclass(frozen=True)
@@ -85,6 +106,30 @@ def list_payments(
     now = utcnow()
     found = paged(_listing(account_id, mode, query, now), query.page, query.limit)
     return charge_expiry.expire_listed(found.rows, now), found.total
+
+
+def totals(account_id: str, mode: KeyMode, query: PaymentQuery) -> list[Totals]:
+    """The sums of every transaction `list_payments` finds for `query` (on any page), per
+    currency, in one grouped query."""
+    received = Transaction.paid_at.is_not(None)
+    fees = sa.func.coalesce(Transaction.provider_fee, 0) + sa.func.coalesce(
+        Transaction.platform_fee, 0
+    )
+    summed = (
+        _listing(account_id, mode, query, utcnow())
+        .order_by(None)
+        .with_only_columns(
+            Transaction.currency,
+            sa.func.count(),
+            sa.func.count(Transaction.paid_at),
+            sa.func.coalesce(sa.func.sum(sa.case((received, Transaction.amount), else_=0)), 0),
+            sa.func.coalesce(sa.func.sum(sa.case((received, fees), else_=0)), 0),
+            maintain_column_froms=True,
+        )
+        .group_by(Transaction.currency)
+        .order_by(Transaction.currency)
+    )
+    return [Totals(*row) for row in db.session.execute(summed)]
 
 
 def payment_rows(
@@ -121,6 +166,8 @@ def _listing(account_id: str, mode: KeyMode, query: PaymentQuery, now: datetime)
         conditions.append(Transaction.created_at >= query.start)
     if query.end is not None:
         conditions.append(Transaction.created_at <= query.end)
+    if query.search is not None:
+        conditions.append(search.matching(query.search, TRANSACTION_SEARCH_TEXT))
     key = _shown_status(now) if query.sort_by == "status" else SORTABLE[query.sort_by]
     order = [key.desc(), Transaction.id.desc()] if query.descending else [key.asc(), Transaction.id]
     return sa.select(Transaction).where(*conditions).order_by(_nulls_last(order[0], key), order[1])
