@@ -19,7 +19,7 @@ PAYMENTS_BENCH = $(VENV_PYTHON) bench/payments.py $(PAYMENTS_BENCH_ARGS)
 LISTS_BENCH = $(VENV_PYTHON) bench/lists.py $(LISTS_BENCH_ARGS)
 
 .PHONY: bench bench-charges bench-webhooks bench-payments bench-lists bench-hotpaths \
-	bench-requirements test run
+	bench-requirements test run translations
 
 bench: bench-requirements
 	$(CHARGES_BENCH)
@@ -51,3 +51,15 @@ test:
 
 run:
 	./scripts/run
+
+# Pages' words (issue 21): extract the marked strings into app/translations/messages.pot, merge
+# them into each locale's messages.po (translate the new entries there), and compile the .mo
+# files the app reads. Both .po and .mo are committed; tests/core/test_translations.py fails
+# when a .mo is stale or a string has no translation.
+PYBABEL := .venv/bin/pybabel
+translations:
+	$(PYBABEL) -q extract -F babel.cfg -k _l -k translatable --no-location --sort-output --project "Acme Pay" \
+		--copyright-holder "Acme Pay" -o app/translations/messages.pot .
+	$(PYBABEL) -q update -i app/translations/messages.pot -d app/translations \
+		--no-fuzzy-matching --ignore-obsolete --no-wrap
+	$(PYBABEL) -q compile -d app/translations

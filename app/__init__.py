@@ -57,6 +57,7 @@ def register_monitoring(app: Flask) -> None:
 def register_extensions(app: Flask) -> None:
     from app import models  # noqa: F401 (every table known to SQLAlchemy and Alembic)
     from app.extensions import csrf, db, login_manager, migrate
+    from app.i18n import register_i18n
 
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         instance_path().mkdir(parents=True, exist_ok=True)
@@ -64,6 +65,7 @@ def register_extensions(app: Flask) -> None:
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)
+    register_i18n(app)
 
 
 def register_blueprints(app: Flask) -> None:

@@ -15,7 +15,9 @@ boleto slip is a PDF served here, at the address the API gives as `boletoPdfUrl`
 
 from datetime import datetime
 
-from flask import Blueprint, Flask, jsonify, redirect, render_template, url_for
+from flask import Blueprint, Flask, g, jsonify, redirect, render_template, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
 from wtforms import HiddenField
@@ -35,14 +37,14 @@ bp = Blueprint("checkout", __name__, url_prefix="/checkout")
 
 PENDING = "pending"
 STATUS_LABELS = {
-    "pending": "Waiting for payment",
-    "processing": "Payment under review",
-    "paid": "Paid",
-    "expired": "Expired",
-    "failed": "Failed",
-    "cancelled": "Cancelled",
-    "refunded": "Refunded",
-    "disputed": "Disputed",
+    "pending": _l("Waiting for payment"),
+    "processing": _l("Payment under review"),
+    "paid": _l("Paid"),
+    "expired": _l("Expired"),
+    "failed": _l("Failed"),
+    "cancelled": _l("Cancelled"),
+    "refunded": _l("Refunded"),
+    "disputed": _l("Disputed"),
 }
 
 
@@ -108,10 +110,10 @@ def simulate_payment(charge_id: str) -> Response:
     """
     form = SimulatePaymentForm()
     if not form.validate_on_submit():
-        raise InvalidRequest("This form has expired. Reload the page and try again.")
+        raise InvalidRequest(_("This form has expired. Reload the page and try again."))
     charge = _charge(charge_id)
     if charge.mode is not KeyMode.TEST:
-        raise NotFound("No such charge.")
+        raise NotFound(_("No such charge."))
     if charges.payability(charge).allowed:
         simulated_payer.pay_by_method(charge, form.method.data or None)
         db.session.commit()
@@ -123,7 +125,7 @@ def boleto_pdf(charge_id: str) -> Response:
     """The printable boleto slip (`boletoPdfUrl`) of a transaction that offers one."""
     charge = _charge(charge_id)
     if not charge.boleto_barcode:
-        raise NotFound("This transaction has no boleto.")
+        raise NotFound(_("This transaction has no boleto."))
     response = Response(receipts.boleto_slip(charge), mimetype=receipts.PDF)
     response.headers["Content-Disposition"] = f'inline; filename="boleto-{charge.id}.pdf"'
     return response
@@ -150,7 +152,7 @@ def card_payment(charge_id: str) -> Response:
     `metadata.returnUrl` (or to the checkout page when none was given)."""
     form = TestCardForm()
     if not form.validate_on_submit():
-        raise InvalidRequest("This form has expired. Reload the page and try again.")
+        raise InvalidRequest(_("This form has expired. Reload the page and try again."))
     charge = _test_card_payment(charge_id)
     if charges.payability(charge).allowed:
         simulated_payer.pay_by_method(charge, CARD, approved=form.outcome.data == "approve")
@@ -164,10 +166,14 @@ def register_checkout(app: Flask) -> None:
 
 
 def _charge(charge_id: str) -> Transaction:
-    """The charge behind the address, expired on read (committed here, as the API does)."""
+    """The charge behind the address, expired on read (committed here, as the API does).
+
+    Its account is the request's (`g.account_id`): a payer whose browser asks for none of the
+    page's languages reads it in the account's (`app.i18n.select_locale`)."""
     charge = charges.find_for_checkout(charge_id)
     if charge is None:
-        raise NotFound("No such checkout.")
+        raise NotFound(_("No such checkout."))
+    g.account_id = charge.account_id
     db.session.commit()
     return charge
 
@@ -175,7 +181,7 @@ def _charge(charge_id: str) -> Transaction:
 def _test_card_payment(charge_id: str) -> Transaction:
     charge = _charge(charge_id)
     if charge.mode is not KeyMode.TEST or CARD not in charge.payment_methods:
-        raise NotFound("No such card payment.")
+        raise NotFound(_("No such card payment."))
     return charge
 
 

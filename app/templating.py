@@ -1,21 +1,25 @@
 """Jinja filters and globals for every page: São Paulo time with the zone named, a boleto's
-due date as a day, money from integer minor units and percentages in Brazilian notation, and
-a CPF or CNPJ punctuated as it is printed."""
+due date as a day, money from integer minor units and percentages in the page's locale
+(`app.i18n`), and a CPF or CNPJ punctuated as it is printed."""
 
 import re
-from datetime import datetime
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from flask import Flask
+from flask_babel import get_locale
 from markupsafe import Markup
 
 from app.errors import current_request_id
-from app.formats.money import format_money
+from app.formats.money import localized_money
 from app.formats.numbers import format_percent
 from app.methods import boleto
 from app.pix import documents
 
 DISPLAY_TIMEZONE = ZoneInfo("America/Sao_Paulo")
+ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+SHORT_ID_LENGTH = 8
+MAX_ID_PREFIX_LENGTH = 4  # ch_, tx_, med_
 ZONE_NAMED = "(America/Sao_Paulo)"
 # Where an address may wrap: after `//`, and before `/ . ? # & =` unless just after `/` or `:`.
 URL_BREAK = re.compile(r"(?<=//)(?=[^/])|(?<=[^/:])(?=[/.?#&=])")
@@ -40,8 +44,33 @@ def local_time_element(value: datetime | None) -> Markup:
 
 
 def money(amount: int | None, currency: str = "BRL") -> str:
-    """123456 → R$ 1.234,56 (`format_money`); a missing amount shows as nothing."""
-    return "" if amount is None else format_money(amount, currency)
+    """123456 → R$ 1.234,56 in pt_BR (`localized_money`); a missing amount shows as nothing."""
+    return "" if amount is None else localized_money(amount, currency, str(get_locale()))
+
+
+def percent(rate: float) -> str:
+    """0.6667 → 66,7% in pt_BR, 66.7% in en."""
+    return format_percent(rate, str(get_locale()))
+
+
+def day_first(text: str) -> str:
+    """`2026-11-21` → `21/11/2026`, as a date field shows a day; anything else as it is
+    (what someone typed, shown back beside its problem)."""
+    if not ISO_DAY.fullmatch(text):
+        return text
+    try:
+        return date.fromisoformat(text).strftime("%d/%m/%Y")
+    except ValueError:  # 2026-02-30
+        return text
+
+
+def short_id(record_id: str) -> str:
+    """`ch_3f1c9a7e-…` → `ch_3f1c9a7e`: a list shows an id's prefix and first 8 characters
+    (enough to tell rows apart and to find one with the search box), the page the full id."""
+    prefix, underscore, rest = record_id.partition("_")
+    if underscore and len(prefix) <= MAX_ID_PREFIX_LENGTH:
+        return f"{prefix}_{rest[:SHORT_ID_LENGTH]}"
+    return record_id[:SHORT_ID_LENGTH]
 
 
 def breakable_url(url: str) -> Markup:
@@ -54,9 +83,11 @@ def register_templating(app: Flask) -> None:
     app.add_template_filter(local_time_element, "local_datetime")
     app.add_template_filter(boleto.formatted_due_date, "boleto_due_date")
     app.add_template_filter(money)
-    app.add_template_filter(format_percent, "percent")
+    app.add_template_filter(percent)
     app.add_template_filter(documents.formatted, "tax_id")
     app.add_template_filter(breakable_url)
+    app.add_template_filter(short_id)
+    app.add_template_filter(day_first)
 
     @app.context_processor
     def request_context():

@@ -1,11 +1,17 @@
 // Dashboard behaviour without inline scripts (the CSP forbids them).
 document.addEventListener("click", function (event) {
-  var copy = event.target.closest("[data-copy-target]");
+  // A copy button copies its field's value, or its own data-copy-text (a list's short id),
+  // then says so in the page's language (data-copied).
+  var copy = event.target.closest("[data-copy-target], [data-copy-text]");
   if (copy) {
-    var field = document.getElementById(copy.dataset.copyTarget);
-    field.select();
-    navigator.clipboard.writeText(field.value).then(function () {
-      copy.textContent = "Copied";
+    var text = copy.dataset.copyText;
+    if (text === undefined) {
+      var field = document.getElementById(copy.dataset.copyTarget);
+      field.select();
+      text = field.value;
+    }
+    navigator.clipboard.writeText(text).then(function () {
+      copy.textContent = copy.dataset.copied || "Copied";
     });
   }
 });

@@ -122,10 +122,11 @@
 
   function copyCode(button) {
     var field = document.getElementById(button.getAttribute("data-copy-target"));
+    var label = button.textContent;
     var done = function () {
-      button.textContent = "Copied";
+      button.textContent = button.dataset.copied || "Copied";
       window.setTimeout(function () {
-        button.textContent = "Copy";
+        button.textContent = label;
       }, 2000);
     };
     var fallback = function () {

@@ -19,7 +19,7 @@ from tests.support.deployed import (  # noqa: F401 (for tests/deployed and tests
     deployed,
     deployed_psp,
 )
-from tests.support.http import bearer, login
+from tests.support.http import ReaderClient, bearer, login
 from tests.support.receiver import receiving
 from tests.support.rows import empty_tables
 
@@ -55,6 +55,7 @@ def app(database_url, redis_url, tmp_path_factory):
             "WEBHOOK_ALLOW_PRIVATE_TEST_URLS": True,  # receivers run on localhost
         }
     )
+    application.test_client_class = ReaderClient
     csrf.exempt(probe.bp)
     application.register_blueprint(probe.bp)
     with application.app_context():

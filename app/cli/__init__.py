@@ -11,7 +11,9 @@ from flask.cli import AppGroup
 from app.cli.api_pix import api_pix_cli
 from app.errors import ApiError
 from app.extensions import db
+from app.i18n import COUNTRY_LOCALES
 from app.models import Account, KeyMode, Role
+from app.models.account import DEFAULT_COUNTRY
 from app.services import accounts, api_keys, demo, dispute_holds, ledger
 from app.services.webhooks import endpoints as webhook_endpoints
 
@@ -39,10 +41,16 @@ def _fail_on_api_error(func):
 @accounts_cli.command("create")
 @click.argument("name")
 @click.option("--test-key/--no-test-key", default=False, help="Also issue a test API key.")
+@click.option(
+    "--country",
+    type=click.Choice(sorted(COUNTRY_LOCALES)),
+    default=DEFAULT_COUNTRY,
+    help="Where the merchant is: picks its documents' language and its members' default.",
+)
 @_fail_on_api_error
-def create_account(name: str, test_key: bool) -> None:
+def create_account(name: str, test_key: bool, country: str) -> None:
     """Create a merchant account and print its id."""
-    account = accounts.create_account(name)
+    account = accounts.create_account(name, country)
     issued = (
         api_keys.issue_for_account(account.id, label="created by CLI", mode=KeyMode.TEST)
         if test_key

@@ -5,28 +5,32 @@ exists, so the layout never links to a page that is not built. `STAFF_NAV_ITEMS`
 to platform staff.
 """
 
-from flask import Blueprint, Flask, g, redirect, url_for
+from flask import Blueprint, Flask, g, redirect, request, url_for
+from flask_babel import get_locale
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 
+from app.dashboard.forms.access import LanguageForm
 from app.dashboard.session import current_membership
 from app.extensions import login_manager
+from app.formats.labels import ROLE_LABELS
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 
 NAV_ITEMS = (
-    ("dashboard.overview", "Overview"),
-    ("dashboard.payments_page", "Payments"),
-    ("dashboard.disputes_page", "Disputes"),
-    ("dashboard.wallets_page", "Wallets"),
-    ("dashboard.payouts_page", "Payouts"),
-    ("dashboard.webhooks_page", "Webhooks"),
-    ("dashboard.api_keys_page", "API keys"),
+    ("dashboard.overview", _l("Overview")),
+    ("dashboard.payments_page", _l("Payments")),
+    ("dashboard.disputes_page", _l("Disputes")),
+    ("dashboard.wallets_page", _l("Wallets")),
+    ("dashboard.payouts_page", _l("Payouts")),
+    ("dashboard.webhooks_page", _l("Webhooks")),
+    ("dashboard.api_keys_page", _l("API keys")),
 )
 MODE_PAGES = frozenset(endpoint for endpoint, _ in NAV_ITEMS) - {"dashboard.api_keys_page"}
 STAFF_NAV_ITEMS = (
-    ("dashboard.back_office", "Back-office"),
-    ("dashboard.dispute_operations", "Dispute desk"),
-    ("dashboard.psp_notices_page", "Live PSP"),
+    ("dashboard.back_office", _l("Back-office")),
+    ("dashboard.dispute_operations", _l("Dispute desk")),
+    ("dashboard.psp_notices_page", _l("Live PSP")),
 )
 
 
@@ -50,6 +54,13 @@ def nav_mode_args(endpoint: str) -> dict:
     return {}
 
 
+def language_form() -> LanguageForm:
+    """The top bar's language menu, on the language shown, returning to this page."""
+    return LanguageForm(
+        formdata=None, locale=str(get_locale()), next=request.full_path.removesuffix("?")
+    )
+
+
 def register_dashboard(app: Flask) -> None:
     from app.dashboard import (  # noqa: F401 (views)
         api_keys,
@@ -70,7 +81,8 @@ def register_dashboard(app: Flask) -> None:
     )
 
     login_manager.login_view = "dashboard.login"
-    login_manager.login_message = "Please sign in to continue."
+    login_manager.login_message = _l("Please sign in to continue.")
+    login_manager.localize_callback = str  # flashed in the language of the page that asked
     login_manager.session_protection = "strong"
     app.register_blueprint(bp)
 
@@ -81,6 +93,8 @@ def register_dashboard(app: Flask) -> None:
             "current_membership": current_membership,
             "page_mode": page_mode,
             "nav_mode_args": nav_mode_args,
+            "language_form": language_form,
+            "role_labels": ROLE_LABELS,
         }
 
     @app.get("/")

@@ -5,6 +5,7 @@ in one place: a MEMBER who posts a form by hand gets 403 like on the API.
 """
 
 from flask import flash, redirect, render_template, url_for
+from flask_babel import gettext as _
 
 from app.dashboard import bp
 from app.dashboard.forms import ConfirmForm, submitted
@@ -59,5 +60,5 @@ def revoke_api_key(key_id: str):
     submitted(ConfirmForm())
     key = api_keys.revoke(current_membership(), key_id)
     db.session.commit()
-    flash(f"Key {key.prefix}… revoked. Requests using it now get 401.", "info")
+    flash(_("Key %(key)s… revoked. Requests using it now get 401.", key=key.prefix), "info")
     return redirect(url_for("dashboard.api_keys_page"))

@@ -1,12 +1,13 @@
-"""Dashboard sign-in, sign-out and choosing which account to act in."""
+"""Dashboard sign-in, sign-out, choosing which account to act in, and the language to read."""
 
 from flask import flash, redirect, render_template, request, session, url_for
+from flask_babel import gettext as _
 from flask_login import current_user, login_required
 
 from app.dashboard import bp
-from app.dashboard.forms.access import AccountSwitchForm, LoginForm
+from app.dashboard.forms.access import AccountSwitchForm, LanguageForm, LoginForm
 from app.dashboard.session import ACCOUNT_SESSION_KEY, end_session, start_session
-from app.errors import RateLimited, Unauthorized
+from app.errors import InvalidRequest, RateLimited, Unauthorized
 from app.extensions import db
 from app.services import accounts, login_throttle
 
@@ -24,7 +25,7 @@ def login():
             flash(refusal.message, "error")
             return render_template("dashboard/login.html", form=form), 429, refusal.headers
         except Unauthorized:
-            flash("Invalid e-mail or password.", "error")
+            flash(_("Invalid e-mail or password."), "error")
             return render_template("dashboard/login.html", form=form), 401
         db.session.commit()
         start_session(user)
@@ -42,7 +43,7 @@ def login():
 @login_required
 def logout():
     end_session()
-    flash("You have been signed out.", "info")
+    flash(_("You have been signed out."), "info")
     return redirect(url_for("dashboard.login"))
 
 
@@ -56,5 +57,25 @@ def choose_account():
         if any(m.account_id == form.account_id.data for m in memberships):
             session[ACCOUNT_SESSION_KEY] = form.account_id.data
             return redirect(url_for("dashboard.overview"))
-        flash("You do not belong to that account.", "error")
+        flash(_("You do not belong to that account."), "error")
     return render_template("dashboard/choose_account.html", memberships=memberships, form=form)
+
+
+@bp.post("/language")
+@login_required
+def choose_language():
+    """Keep the language the person picked (on them, so every browser shows it), then show
+    the page they picked it on again."""
+    form = LanguageForm()
+    if not form.validate_on_submit():
+        raise InvalidRequest("Choose one of the languages offered.", param="locale")
+    accounts.choose_language(current_user, form.locale.data)
+    db.session.commit()
+    return redirect(_same_site_path(form.next.data) or url_for("dashboard.overview"), 303)
+
+
+def _same_site_path(path: str | None) -> str | None:
+    """`path` when it is a path on this site (never another host's address)."""
+    if path and path.startswith("/") and not path.startswith(("//", "/\\")):
+        return path
+    return None

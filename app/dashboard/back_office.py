@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from flask import flash, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 
 from app.dashboard import bp
@@ -21,7 +23,7 @@ from app.dashboard.payouts import destination
 from app.dashboard.session import staff_required
 from app.extensions import db
 from app.formats import charges as charge_format
-from app.models import Payout, RefundStatus, Transaction
+from app.models import KeyMode, Payout, RefundStatus, Transaction
 from app.providers.base import ProviderError
 from app.services import accounts
 from app.services.payouts import decisions as payout_decisions
@@ -31,9 +33,16 @@ from app.templating import money
 # What staff are told after returning a held Pix: the return's own status, never a success it
 # has not had yet (a live PSP may still be processing it).
 RETURN_OUTCOMES = {
-    RefundStatus.REFUNDED: "returned to the payer; the charge is refunded.",
-    RefundStatus.IN_PROGRESS: "the return to the payer is being processed; the charge is refunded.",
+    RefundStatus.REFUNDED: _l(
+        "The %(amount)s Pix for %(charge)s: returned to the payer; the charge is refunded."
+    ),
+    RefundStatus.IN_PROGRESS: _l(
+        "The %(amount)s Pix for %(charge)s: the return to the payer is being processed; "
+        "the charge is refunded."
+    ),
 }
+# The mode badge beside a record on the back-office pages (the CSS class keeps the code).
+MODE_LABELS = {KeyMode.TEST: _l("test"), KeyMode.LIVE: _l("live")}
 
 
 @bp.get("/back-office")
@@ -47,6 +56,7 @@ def back_office() -> ResponseReturnValue:
         confirm_form=ConfirmForm(formdata=None),
         rejection_form=PayoutRejectionForm(formdata=None),
         destination=destination,
+        mode_labels=MODE_LABELS,
     )
 
 
@@ -56,7 +66,13 @@ def release_held_charge(charge_id: str) -> ResponseReturnValue:
     """Staff confirmed the payer: the held Pix is credited to the merchant."""
     charge = pix_payments.release_held(charge_format.raw_id(charge_id), current_user.id)
     db.session.commit()
-    flash(f"{_described(charge)} released: the merchant was credited.", "info")
+    flash(
+        _(
+            "The %(amount)s Pix for %(charge)s released: the merchant was credited.",
+            **_held(charge),
+        ),
+        "info",
+    )
     return redirect(url_for("dashboard.back_office"), 303)
 
 
@@ -68,11 +84,11 @@ def return_held_charge(charge_id: str) -> ResponseReturnValue:
         returned = pix_payments.return_held(charge_format.raw_id(charge_id), current_user.id)
     except ProviderError:
         db.session.rollback()
-        flash("The payment provider could not be reached; nothing changed. Try again.", "error")
+        flash(_("The payment provider could not be reached; nothing changed. Try again."), "error")
         return redirect(url_for("dashboard.back_office"), 303)
     db.session.commit()
     charge = db.session.get(Transaction, returned.transaction_id)
-    flash(f"{_described(charge)}: {RETURN_OUTCOMES[returned.status]}", "info")
+    flash(RETURN_OUTCOMES[returned.status] % _held(charge), "info")
     return redirect(url_for("dashboard.back_office"), 303)
 
 
@@ -82,7 +98,12 @@ def approve_payout(payout_id: str) -> ResponseReturnValue:
     """Staff approve: amount + fee are debited now and the payout is sent after the commit."""
     return _decided(
         lambda: payout_decisions.approve(payout_id, current_user.id),
-        "approved: the amount and fee were debited and it is being sent",
+        lambda amount, destination: _(
+            "The %(amount)s payout to %(destination)s approved: the amount and fee were debited "
+            "and it is being sent.",
+            amount=amount,
+            destination=destination,
+        ),
     )
 
 
@@ -96,22 +117,30 @@ def reject_payout(payout_id: str) -> ResponseReturnValue:
         return redirect(url_for("dashboard.back_office"), 303)
     return _decided(
         lambda: payout_decisions.reject(payout_id, current_user.id, form.reason.data or None),
-        "rejected: nothing was debited",
+        lambda amount, destination: _(
+            "The %(amount)s payout to %(destination)s rejected: nothing was debited.",
+            amount=amount,
+            destination=destination,
+        ),
     )
 
 
-def _decided(decide: Callable[[], Payout], outcome: str) -> ResponseReturnValue:
+def _decided(
+    decide: Callable[[], Payout], outcome: Callable[[str, str], str]
+) -> ResponseReturnValue:
     """Commit a staff decision, or show why the service refused it (say, the merchant's
-    balance no longer covers the payout, or someone decided it first) on the page."""
+    balance no longer covers the payout, or someone decided it first) on the page.
+    `outcome` says it from the payout's amount and destination."""
     return act_then_return(
         decide,
-        lambda payout: (
-            f"The {money(payout.amount, payout.currency)} payout to {destination(payout)} "
-            f"{outcome}."
-        ),
+        lambda payout: outcome(money(payout.amount, payout.currency), destination(payout)),
         url_for("dashboard.back_office"),
     )
 
 
-def _described(charge: Transaction) -> str:
-    return f"The {money(charge.amount, charge.currency)} Pix for {charge_format.charge_id(charge)}"
+def _held(charge: Transaction) -> dict[str, str]:
+    """The held Pix's amount and charge id, as the messages about it name them."""
+    return {
+        "amount": money(charge.amount, charge.currency),
+        "charge": charge_format.charge_id(charge),
+    }

@@ -22,11 +22,13 @@ from functools import wraps
 
 from flask import flash, g, jsonify, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 
 from app.dashboard import bp
 from app.dashboard.actions import act_then_return
-from app.dashboard.disputes import case_charge_id
+from app.dashboard.disputes import DISPUTE_TYPE_LABELS, case_charge_id
 from app.dashboard.forms.disputes import AcceptDisputeForm, AppealForm
 from app.dashboard.params import MODES, mode_arg
 from app.dashboard.session import current_membership, member_required
@@ -38,7 +40,13 @@ from app.formats.disputes import (
     evidence_fields,
     upload_ticket_fields,
 )
-from app.models import DisputeCase, DisputeEvidence, DisputeStatus, EvidenceUploader
+from app.formats.labels import DISPUTE_STATUS_LABELS
+from app.models import (
+    DisputeCase,
+    DisputeEvidence,
+    DisputeStatus,
+    EvidenceUploader,
+)
 from app.services.allowances import Allowance, manager_allowance
 from app.services.disputes import allowances, cases, listing
 from app.services.disputes import evidence as dispute_evidence
@@ -47,11 +55,17 @@ from app.storage import ALLOWED_TYPES, MAX_EVIDENCE_BYTES
 from app.templating import money
 
 CLOSING_TITLES = {
-    DisputeStatus.ACCEPTED: "You accepted the dispute",
-    DisputeStatus.REJECTED: "Decided against you (rejected)",
-    DisputeStatus.CLOSED: "Closed",
+    DisputeStatus.ACCEPTED: _l("You accepted the dispute"),
+    DisputeStatus.REJECTED: _l("Decided against you (rejected)"),
+    DisputeStatus.CLOSED: _l("Closed"),
 }
-ROLE_REFUSAL = "Only an OWNER or ADMIN of the account can answer disputes or attach evidence."
+# Who attached a piece of evidence, as the evidence table says it.
+UPLOADER_LABELS = {
+    EvidenceUploader.MERCHANT: _l("merchant"),
+    EvidenceUploader.PARTNER: _l("partner"),
+    EvidenceUploader.PLATFORM: _l("platform"),
+}
+ROLE_REFUSAL = _l("Only an OWNER or ADMIN of the account can answer disputes or attach evidence.")
 
 
 @dataclass(frozen=True)
@@ -82,7 +96,7 @@ def appeal_dispute(case_id: str) -> ResponseReturnValue:
         mode,
         case_id,
         lambda: cases.appeal(g.account_id, MODES[mode], case_id, form.reason.data, current_user.id),
-        lambda case: f"Appeal sent: {held_until_decided(case)}",
+        lambda case: _("Appeal sent: %(held)s", held=held_until_decided(case)),
     )
 
 
@@ -99,9 +113,9 @@ def accept_dispute(case_id: str) -> ResponseReturnValue:
         mode,
         case_id,
         lambda: cases.accept(g.account_id, MODES[mode], case_id, current_user.id),
-        lambda case: (
-            f"You accepted the dispute: {money(case.amount, case.currency)} "
-            "is returned to the payer. This is final."
+        lambda case: _(
+            "You accepted the dispute: %(amount)s is returned to the payer. This is final.",
+            amount=money(case.amount, case.currency),
         ),
     )
 
@@ -161,7 +175,7 @@ def complete_evidence_upload(case_id: str, evidence_id: str) -> ResponseReturnVa
     _role().require()
     evidence = dispute_evidence.complete_upload(g.account_id, MODES[mode], case_id, evidence_id)
     db.session.commit()
-    flash(f"Evidence attached: {evidence.file_name}.", "info")
+    flash(_("Evidence attached: %(file)s.", file=evidence.file_name), "info")
     return jsonify(
         EvidenceSchema().dump(evidence_fields(evidence, dispute_evidence.view_url(evidence)))
     )
@@ -170,22 +184,23 @@ def complete_evidence_upload(case_id: str, evidence_id: str) -> ResponseReturnVa
 def timeline(case: DisputeCase, evidence: list[DisputeEvidence]) -> list[TimelineEntry]:
     """What happened to the case, oldest first, from its own timestamps and its confirmed
     evidence."""
-    entries = [TimelineEntry(case.opened_at, "Dispute opened", _opening_effect(case))]
+    entries = [TimelineEntry(case.opened_at, _("Dispute opened"), _opening_effect(case))]
     if case.evidence_requested_at:
         entries.append(
             TimelineEntry(
                 case.evidence_requested_at,
-                "Evidence requested",
-                "Acme Pay asked you for evidence: attach it on this page.",
+                _("Evidence requested"),
+                _("Acme Pay asked you for evidence: attach it on this page."),
             )
         )
     if case.appealed_at:
-        entries.append(TimelineEntry(case.appealed_at, "You appealed", case.appeal_reason))
+        entries.append(TimelineEntry(case.appealed_at, _("You appealed"), case.appeal_reason))
     for item in evidence:
-        detail = f"{item.file_name}, from the {item.uploaded_by}"
-        entries.append(TimelineEntry(item.uploaded_at, "Evidence attached", detail))
+        detail = _evidence_from(item)
+        entries.append(TimelineEntry(item.uploaded_at, _("Evidence attached"), detail))
     if case.closed_at:
-        entries.append(TimelineEntry(case.closed_at, CLOSING_TITLES[case.status], _outcome(case)))
+        title = str(CLOSING_TITLES[case.status])
+        entries.append(TimelineEntry(case.closed_at, title, _outcome(case)))
     return sorted(entries, key=lambda entry: entry.at)
 
 
@@ -194,28 +209,44 @@ def held_until_decided(case: DisputeCase) -> str:
     amount differed held nothing (or, once confirmed, another amount), and a completed refund
     lowers a hold, so none may claim the disputed amount waits on the decision."""
     if not case.held_amount:
-        return "nothing was held from your wallet for this dispute, so no money waits on it."
+        return _("nothing was held from your wallet for this dispute, so no money waits on it.")
     if case.held_amount == case.amount:
-        return "the amount stays held until the dispute is decided."
+        return _("the amount stays held until the dispute is decided.")
     held = money(case.held_amount, case.currency)
-    return f"{held} stays held from your wallet until the dispute is decided."
+    return _("%(held)s stays held from your wallet until the dispute is decided.", held=held)
 
 
 def _opening_effect(case: DisputeCase) -> str:
     if case.held_amount:
         held = money(case.held_amount, case.currency)
-        return f"{held} held from your available balance until the decision."
-    return (
+        return _("%(held)s held from your available balance until the decision.", held=held)
+    return _(
         "The reported amount differs from the charge's, so nothing was held; "
         "our operations team is handling the case."
     )
 
 
+def _evidence_from(item: DisputeEvidence) -> str:
+    """A timeline entry's file and who attached it, one whole sentence per sender."""
+    if item.uploaded_by is EvidenceUploader.MERCHANT:
+        return _("%(file)s, from the merchant", file=item.file_name)
+    if item.uploaded_by is EvidenceUploader.PARTNER:
+        return _("%(file)s, from the partner", file=item.file_name)
+    return _("%(file)s, from the platform", file=item.file_name)
+
+
 def _outcome(case: DisputeCase) -> str:
     if not case.held_amount:
-        return f"Money outcome: {case.money_outcome}. Nothing was held, so no money moved."
-    held = money(case.held_amount, case.currency)
-    return f"Money outcome: {case.money_outcome}: {OUTCOME_EFFECTS[case.money_outcome]} ({held})."
+        return _(
+            "Money outcome: %(outcome)s. Nothing was held, so no money moved.",
+            outcome=case.money_outcome,
+        )
+    return _(
+        "Money outcome: %(outcome)s: %(effect)s (%(held)s).",
+        outcome=case.money_outcome,
+        effect=OUTCOME_EFFECTS[case.money_outcome],
+        held=money(case.held_amount, case.currency),
+    )
 
 
 def _detail_page(
@@ -240,6 +271,9 @@ def _detail_page(
         timeline=timeline(case, evidence),
         held_until_decided=held_until_decided(case),
         outcome_effects=OUTCOME_EFFECTS,
+        status_labels=DISPUTE_STATUS_LABELS,
+        type_labels=DISPUTE_TYPE_LABELS,
+        uploader_labels=UPLOADER_LABELS,
         can_appeal=(appealability & role).allowed,
         can_accept=(acceptability & role).allowed,
         can_attach=(allowances.attachability(case) & role).allowed,
@@ -266,4 +300,5 @@ def _answered(
 
 def _role() -> Allowance:
     """Answering disputes and attaching evidence are for the account's OWNER and ADMIN."""
-    return manager_allowance(current_membership(), ROLE_REFUSAL, "DISPUTE_ROLE_REQUIRED")
+    refusal = str(ROLE_REFUSAL)  # in the reader's language, as the page and the script show it
+    return manager_allowance(current_membership(), refusal, "DISPUTE_ROLE_REQUIRED")

@@ -14,10 +14,14 @@ from datetime import UTC
 
 from flask import flash, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
 from flask_login import current_user
 
 from app.dashboard import bp
 from app.dashboard.actions import act_then_return
+from app.dashboard.back_office import MODE_LABELS
+from app.dashboard.dispute_detail import UPLOADER_LABELS
+from app.dashboard.disputes import DISPUTE_TYPE_LABELS
 from app.dashboard.forms import submitted
 from app.dashboard.forms.disputes import (
     DECISION_LABELS,
@@ -30,6 +34,7 @@ from app.dashboard.submit_once import show_error
 from app.errors import ApiError
 from app.extensions import db
 from app.formats import charges as charge_format
+from app.formats.labels import DISPUTE_STATUS_LABELS
 from app.models import DisputeCase, DisputeType
 from app.services import dispute_review
 from app.services.disputes import cases
@@ -68,9 +73,15 @@ def open_dispute_case() -> ResponseReturnValue:
         return _desk_page(open_form=form, status=error.status)
     db.session.commit()
     if created:
-        flash(f"Case {case.id} opened: {_held(case)}", "info")
+        flash(_("Case %(id)s opened: %(held)s", id=case.id, held=_held(case)), "info")
     else:
-        flash(f"This notification was already recorded as case {case.id}; nothing changed.", "info")
+        flash(
+            _(
+                "This notification was already recorded as case %(id)s; nothing changed.",
+                id=case.id,
+            ),
+            "info",
+        )
     return redirect(url_for("dashboard.dispute_operations"), 303)
 
 
@@ -80,7 +91,7 @@ def request_dispute_evidence(case_id: str) -> ResponseReturnValue:
     """Ask the merchant for evidence: the case records when, and the merchant is notified."""
     return _acted(
         lambda: cases.request_evidence(case_id, current_user.id),
-        lambda case: f"Evidence requested for case {case.id}; the merchant is notified.",
+        lambda case: _("Evidence requested for case %(id)s; the merchant is notified.", id=case.id),
     )
 
 
@@ -91,7 +102,11 @@ def decide_dispute(case_id: str) -> ResponseReturnValue:
     form = submitted(DisputeDecisionForm())
     return _acted(
         lambda: cases.decide(case_id, form.decision.data, current_user.id, form.note.data or None),
-        lambda case: f"Case {case.id} decided: {DECISION_LABELS[form.decision.data]}.",
+        lambda case: _(
+            "Case %(id)s decided: %(decision)s.",
+            id=case.id,
+            decision=DECISION_LABELS[form.decision.data],
+        ),
     )
 
 
@@ -106,7 +121,7 @@ def confirm_dispute_amount(case_id: str) -> ResponseReturnValue:
         return redirect(url_for("dashboard.dispute_operations"), 303)
     return _acted(
         lambda: cases.confirm_amount(case_id, form.amount.data, current_user.id),
-        lambda case: f"Case {case.id}: {_held(case)}",
+        lambda case: _("Case %(id)s: %(held)s", id=case.id, held=_held(case)),
     )
 
 
@@ -121,6 +136,10 @@ def _desk_page(
         confirm_form=ConfirmDisputeAmountForm(formdata=None),
         open_form=open_form or BackOfficeDisputeForm(formdata=None),
         sao_paulo=DISPLAY_TIMEZONE.key,
+        status_labels=DISPUTE_STATUS_LABELS,
+        type_labels=DISPUTE_TYPE_LABELS,
+        uploader_labels=UPLOADER_LABELS,
+        mode_labels=MODE_LABELS,
     )
     return html, status
 
@@ -150,8 +169,11 @@ def _notice(form: BackOfficeDisputeForm) -> DisputeNotice:
 
 def _held(case: DisputeCase) -> str:
     if case.under_review:
-        return (
+        return _(
             "the reported amount differs from the charge's, so nothing was held: confirm the "
             "amount to hold before the case can be lost."
         )
-    return f"{money(case.held_amount, case.currency)} held from the merchant's wallet."
+    return _(
+        "%(amount)s held from the merchant's wallet.",
+        amount=money(case.held_amount, case.currency),
+    )

@@ -13,9 +13,12 @@ from itertools import starmap
 
 from flask import g, render_template, request
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
+from flask_babel import ngettext
 
 from app.dashboard import bp
-from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
+from app.dashboard.exports import EXPORT_CHUNK, Money, csv_response, spreadsheet_cell
 from app.dashboard.params import (
     MODES,
     DayRange,
@@ -25,9 +28,11 @@ from app.dashboard.params import (
     day_bounds,
     day_range_arg,
     mode_arg,
+    search_arg,
 )
 from app.dashboard.session import member_required
 from app.formats.charges import CHARGE_ID_PREFIX
+from app.formats.labels import DISPUTE_STATUS_LABELS
 from app.models import DisputeCase, DisputeStatus, DisputeType
 from app.models.base import utcnow
 from app.services.disputes import listing
@@ -52,6 +57,13 @@ CSV_COLUMNS = (
     "money_outcome",
     "closed_at",
 )
+# What a person reads for a case's type; the API, the CSV and the filters keep the codes.
+DISPUTE_TYPE_LABELS = {
+    DisputeType.MED: _l("MED"),
+    DisputeType.CHARGEBACK: _l("Chargeback"),
+    DisputeType.DISPUTE: _l("Dispute"),
+    DisputeType.FRAUD: _l("Fraud"),
+}
 # The existing badge colours: waiting on someone is amber, a loss red, the rest neutral.
 STATUS_BADGES = {
     DisputeStatus.OPEN: "status-pending",
@@ -73,12 +85,18 @@ class DisputeFilters(QueryFilters):
     charge_id: str | None = None
     created_from: str | None = None
     created_to: str | None = None
+    q: str | None = None
     starting_after: str | None = None
 
     @property
     def filtered(self) -> bool:
         return bool(
-            self.status or self.type or self.charge_id or self.created_from or self.created_to
+            self.status
+            or self.type
+            or self.charge_id
+            or self.created_from
+            or self.created_to
+            or self.q
         )
 
     def query(self, **changes) -> CaseQuery:
@@ -92,25 +110,37 @@ class DisputeFilters(QueryFilters):
             charge_id=self.charge_id,
             created_after=start - timedelta(microseconds=1) if start else None,  # exclusive
             created_before=stop,
+            search=self.q,
         )
         return replace(query, **changes)
 
 
 @bp.app_template_filter()
 def time_left(deadline: datetime | None) -> str:
-    """How long until a response deadline: "2 days 4 h left", "overdue", "" when unknown."""
+    """How long until a response deadline: "2 days 4 h left", "overdue", "" when unknown,
+    in the reader's language (`overdue` tells whether it has passed)."""
     if deadline is None:
         return ""
     minutes = int((deadline - utcnow()).total_seconds() // 60)
     if minutes < 0:
-        return "overdue"
+        return _("overdue")
     days, rest = divmod(minutes, 24 * 60)
     hours, minutes = divmod(rest, 60)
     if days:
-        return f"{days} {'day' if days == 1 else 'days'} {hours} h left"
+        return ngettext(
+            "%(num)d day %(hours)d h left", "%(num)d days %(hours)d h left", days, hours=hours
+        )
     if hours:
-        return f"{hours} h {minutes} min left"
-    return f"{minutes} min left" if minutes else "less than a minute left"
+        return _("%(hours)d h %(minutes)d min left", hours=hours, minutes=minutes)
+    if minutes:
+        return _("%(minutes)d min left", minutes=minutes)
+    return _("less than a minute left")
+
+
+@bp.app_template_test()
+def overdue(deadline: datetime | None) -> bool:
+    """Whether a response deadline has passed (by a whole minute, as `time_left` says)."""
+    return deadline is not None and int((deadline - utcnow()).total_seconds() // 60) < 0
 
 
 @bp.app_template_filter()
@@ -132,8 +162,10 @@ def disputes_page() -> ResponseReturnValue:
         days=days,
         page=page,
         evidence_counts=listing.evidence_counts([case.id for case in page.data]),
-        statuses=STATUSES,
-        types=TYPES,
+        statuses={status: DISPUTE_STATUS_LABELS[status] for status in DisputeStatus},
+        types={kind: DISPUTE_TYPE_LABELS[kind] for kind in DisputeType},
+        status_labels=DISPUTE_STATUS_LABELS,
+        type_labels=DISPUTE_TYPE_LABELS,
         charge_id=case_charge_id,
         csv_args=filters.args(starting_after=None),  # the export is every page
         sao_paulo=DISPLAY_TIMEZONE.key,
@@ -161,18 +193,18 @@ def _csv_values(case: DisputeCase, evidence_count: int) -> tuple:
     """One case; free text goes through the wallet export's formula guard."""
     return (
         case.id,
-        utc_text(case.created_at),
+        case.created_at,
         str(case.status),
         str(case.type),
-        case.amount,
+        Money(case.amount, case.currency),
         spreadsheet_cell(case.currency),
         case_charge_id(case),
         spreadsheet_cell(case.reason or ""),
-        utc_text(case.response_deadline),
+        case.response_deadline,
         evidence_count,
-        utc_text(case.appealed_at),
+        case.appealed_at,
         str(case.money_outcome) if case.money_outcome else "",
-        utc_text(case.closed_at),
+        case.closed_at,
     )
 
 
@@ -184,5 +216,6 @@ def _filters(days: DayRange) -> DisputeFilters:
         charge_id=(request.args.get("charge_id") or "").strip() or None,
         created_from=days.first,
         created_to=days.last,
+        q=search_arg(),
         starting_after=request.args.get("starting_after") or None,
     )

@@ -80,10 +80,10 @@ def chosen_sheet() -> Sheet:
     return SHEETS.get(request.args.get("format", ""), PLAIN)
 
 
-def csv_response(
-    columns: tuple[str, ...], rows: Iterable[tuple], filename: str, sheet: Sheet = PLAIN
-) -> Response:
-    """A download of the header and the rows, each line sent as soon as it is made."""
+def csv_response(columns: tuple[str, ...], rows: Iterable[tuple], filename: str) -> Response:
+    """A download of the header and the rows in the sheet the link asked for
+    (`chosen_sheet`), each line sent as soon as it is made."""
+    sheet = chosen_sheet()
     stem, dot, extension = filename.rpartition(".")
     return Response(
         stream_with_context(csv_lines(columns, rows, sheet)),

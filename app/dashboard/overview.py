@@ -18,6 +18,7 @@ from app.dashboard import bp
 from app.dashboard.charts import VolumeChart
 from app.dashboard.params import MODES, mode_arg
 from app.dashboard.session import current_membership, member_required
+from app.formats.labels import DISPUTE_STATUS_LABELS
 from app.models.base import utcnow
 from app.services import api_keys, wallets
 from app.services import overview as overview_figures
@@ -48,6 +49,7 @@ def overview() -> ResponseReturnValue:
         test_keys=sum(1 for k in keys if k.mode == "test"),
         failing_webhooks=len(webhook_alerts.failing_endpoints(account_id, key_mode)),
         open_disputes=dispute_listing.open_cases_by_deadline(account_id, key_mode),
+        dispute_status_labels=DISPUTE_STATUS_LABELS,
     )
 
 

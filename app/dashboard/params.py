@@ -13,15 +13,17 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import ClassVar
 
 from flask import g, request
+from flask_babel import lazy_gettext as _l
 
 from app.errors import InvalidRequest
 from app.models import KeyMode
 from app.models.base import MAX_PAGE_OR_OFFSET
+from app.services import search
 from app.services.transactions.payment_listing import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT
-from app.templating import DISPLAY_TIMEZONE
+from app.templating import DISPLAY_TIMEZONE, ISO_DAY
 
 MODES = {"test": KeyMode.TEST, "live": KeyMode.LIVE}
-DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+DAY_FIRST = re.compile(r"(?P<day>[0-9]{1,2})/(?P<month>[0-9]{1,2})/(?P<year>[0-9]{4})")
 
 
 class QueryFilters:
@@ -79,6 +81,11 @@ def limit_arg(default: int | None = DEFAULT_PAGE_LIMIT) -> int | None:
     return number_arg("limit", MAX_PAGE_LIMIT, default)
 
 
+def search_arg() -> str | None:
+    """`q`, the list's search box (`services.search`): nothing to search is no filter."""
+    return search.search_text(request.args.get("q"))
+
+
 def choice_arg(name: str, allowed: tuple[str, ...], refusal: str | None = None) -> str | None:
     """One of `allowed`, or None when absent; `refusal` replaces a message listing them all."""
     value = request.args.get(name) or None
@@ -101,8 +108,10 @@ class DayRange:
     problems: dict[str, str] = field(default_factory=dict)
 
 
-UNREADABLE_DAY = "Not a day: choose one in the calendar, or type it like 2026-11-21."
-REVERSED_DAYS = "After the last day, so nothing could match: swap the two days."
+# The page's words for a day that cannot filter, shown beside its field (lazy: in the
+# language of the page that shows them).
+UNREADABLE_DAY = _l("Not a day: type it day first, like 21/11/2026.")
+REVERSED_DAYS = _l("After the last day, so nothing could match: swap the two days.")
 
 
 def day_range_arg(first: str, last: str) -> DayRange:
@@ -138,13 +147,16 @@ def day_bounds(first: str | None, last: str | None) -> tuple[datetime | None, da
 
 
 def _day(text: str) -> str | None:
-    """`text` as a YYYY-MM-DD day, or None when it is none."""
-    if not DATE.fullmatch(text):
-        return None
+    """`text` as a YYYY-MM-DD day, or None when it is none. People type days first, as the
+    fields show them (21/11/2026, in every locale); links carry them as 2026-11-21."""
     try:
-        return date.fromisoformat(text).isoformat()
-    except ValueError:  # 2026-02-30
+        if ISO_DAY.fullmatch(text):
+            return date.fromisoformat(text).isoformat()
+        if typed := DAY_FIRST.fullmatch(text):
+            return date(*(int(typed[part]) for part in ("year", "month", "day"))).isoformat()
+    except ValueError:  # 2026-02-30, 30/02/2026
         return None
+    return None
 
 
 def _midnight(day: date) -> datetime:

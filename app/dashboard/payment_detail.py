@@ -13,6 +13,8 @@ and ADMIN (`manager_allowance`), and a MEMBER who posts the form by hand gets 40
 
 from flask import Response, flash, g, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from app.dashboard import bp
 from app.dashboard.forms.payments import CancelPaymentForm, CancelRefundForm, RefundForm
@@ -22,6 +24,7 @@ from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.errors import ApiError
 from app.extensions import db
 from app.formats.charges import PUBLIC_STATUS, checkout_url
+from app.formats.labels import REFUND_STATUS_LABELS, TRANSACTION_STATUS_LABELS
 from app.formats.payments import METHOD_LABELS, payment_fields, transaction_id
 from app.methods import boleto
 from app.models import Origin, PendingReason, Refund, TransactionStatus
@@ -40,12 +43,12 @@ REFUND_FIELD_FOR_PARAM = {
     "passFeeToTenant": "pass_fee_to_tenant",
 }
 WAITING_FOR_FUNDS = {
-    PendingReason.CHARGE_PENDING: (
+    PendingReason.CHARGE_PENDING: _l(
         "Waiting for funds: the payment's settlement has not been released yet"
     ),
-    PendingReason.INSUFFICIENT_FUNDS: "Waiting for funds: the balance does not cover it",
+    PendingReason.INSUFFICIENT_FUNDS: _l("Waiting for funds: the balance does not cover it"),
 }
-ROLE_REFUSAL = "Only an OWNER or ADMIN of the account can cancel or refund payments."
+ROLE_REFUSAL = _l("Only an OWNER or ADMIN of the account can cancel or refund payments.")
 
 
 @bp.get("/payments/<payment_id>")
@@ -64,7 +67,7 @@ def cancel_payment(payment_id: str) -> ResponseReturnValue:
         CancelPaymentForm(),
         "cancel_form",
         lambda mode: payments.cancel(g.account_id, MODES[mode], payment_id).id,
-        "Payment cancelled: the customer can no longer pay it.",
+        _("Payment cancelled: the customer can no longer pay it."),
     )
 
 
@@ -90,7 +93,7 @@ def refund_payment(payment_id: str) -> ResponseReturnValue:
         return _detail_page(mode, payment_id, refund_form=form, status=error.status)
     _, rows = refunds.list_refunds(g.account_id, MODES[mode], payment_id)
     refund = next(row for row in rows if row.id == refund_id)
-    flash(f"Refund of {money(refund.amount, refund.currency)} {_requested(refund)}", "info")
+    flash(_requested(refund), "info")
     return redirect(url_for("dashboard.payment_page", payment_id=payment_id, mode=mode), 303)
 
 
@@ -104,7 +107,7 @@ def cancel_refund(payment_id: str, refund_id: str) -> ResponseReturnValue:
         CancelRefundForm(),
         "cancel_refund_form",
         lambda mode: refunds.cancel_refund(g.account_id, MODES[mode], payment_id, refund_id).id,
-        "Refund cancelled: nothing was debited, and it will not be sent.",
+        _("Refund cancelled: nothing was debited, and it will not be sent."),
     )
 
 
@@ -162,6 +165,8 @@ def _detail_page(
         fields=payment_fields(payment),
         shown_id=transaction_id(payment),
         public_status=PUBLIC_STATUS[payment.status],
+        status_labels=TRANSACTION_STATUS_LABELS,
+        refund_status_labels=REFUND_STATUS_LABELS,
         method_labels=METHOD_LABELS,
         finalising=payment.status is TransactionStatus.PENDING
         and payment.origin is Origin.PAYMENTS
@@ -176,6 +181,8 @@ def _detail_page(
         refunds=refund_rows,
         waiting_for_funds=WAITING_FOR_FUNDS,
         refundability=refundability,
+        # the service's reason, in the page's language where it is a marked one
+        refund_refusal=_(refundability.reason) if refundability.reason else None,
         can_cancel=(cancellability & role).allowed,
         can_refund=(refundability & role).allowed,
         # A fresh idempotency key per refund whose cancel button is shown.
@@ -206,17 +213,23 @@ def _refund_order(form: RefundForm, *, is_pix: bool) -> RefundOrder:
 
 def _role() -> Allowance:
     """Cancelling and refunding are for the account's OWNER and ADMIN."""
-    return manager_allowance(current_membership(), ROLE_REFUSAL, "PAYMENT_ROLE_REQUIRED")
+    return manager_allowance(current_membership(), str(ROLE_REFUSAL), "PAYMENT_ROLE_REQUIRED")
 
 
 def _requested(refund: Refund) -> str:
-    """What became of a refund just requested, for the flash message."""
+    """The flash message saying what became of a refund just requested."""
+    amount, status = money(refund.amount, refund.currency), REFUND_STATUS_LABELS[refund.status]
     if refund.pending_reason is not None:
-        return (
-            f"requested ({refund.status}). {WAITING_FOR_FUNDS[refund.pending_reason]}. It is "
-            "debited and sent as soon as the money is there; you can cancel it until then."
+        return _(
+            "Refund of %(amount)s requested (%(status)s). %(waiting)s. It is debited and sent "
+            "as soon as the money is there; you can cancel it until then.",
+            amount=amount,
+            status=status,
+            waiting=WAITING_FOR_FUNDS[refund.pending_reason],
         )
-    return (
-        f"requested ({refund.status}): it was debited from your wallet and is being sent to "
-        "the provider."
+    return _(
+        "Refund of %(amount)s requested (%(status)s): it was debited from your wallet and is "
+        "being sent to the provider.",
+        amount=amount,
+        status=status,
     )

@@ -14,10 +14,11 @@ from datetime import timedelta
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
 
 from app.dashboard import bp
 from app.dashboard.charts import VolumeChart
-from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
+from app.dashboard.exports import EXPORT_CHUNK, Money, csv_response, spreadsheet_cell
 from app.dashboard.forms.payments import TestChargeForm, TestPaymentForm
 from app.dashboard.params import (
     MODES,
@@ -31,6 +32,7 @@ from app.dashboard.params import (
     mode_arg,
     number_arg,
     page_arg,
+    search_arg,
     shown_mode,
 )
 from app.dashboard.session import member_required
@@ -38,6 +40,7 @@ from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUS
+from app.formats.labels import TRANSACTION_STATUS_LABELS
 from app.formats.payments import METHOD_LABELS, transaction_id
 from app.models import KeyMode, TransactionStatus
 from app.models.base import utcnow
@@ -53,6 +56,8 @@ from app.services.transactions.payments import NewPayment
 from app.templating import DISPLAY_TIMEZONE
 
 STATUSES = tuple(status.value for status in TransactionStatus)
+# The status filter's options: the codes as values, the labels as what people read.
+STATUS_LABELS = {status.value: TRANSACTION_STATUS_LABELS[status] for status in TransactionStatus}
 CSV_COLUMNS = (
     "id",
     "created_at",
@@ -102,12 +107,13 @@ class PaymentFilters(QueryFilters):
     method: str | None = None
     startDate: str | None = None  # noqa: N815 (the API's query names)
     endDate: str | None = None  # noqa: N815
+    q: str | None = None
     limit: int = DEFAULT_PAGE_LIMIT
     page: int = 1
 
     @property
     def filtered(self) -> bool:
-        return bool(self.status or self.method or self.startDate or self.endDate)
+        return bool(self.status or self.method or self.startDate or self.endDate or self.q)
 
     def query(self, **changes) -> PaymentQuery:
         """The service's query for these filters (newest first), with `changes` applied."""
@@ -119,6 +125,7 @@ class PaymentFilters(QueryFilters):
             method=self.method,
             start=start,
             end=stop - timedelta(microseconds=1) if stop else None,  # the list's end is included
+            search=self.q,
         )
         return replace(query, **changes)
 
@@ -143,7 +150,7 @@ def create_test_payment() -> ResponseReturnValue:
         "payment_form",
         PAYMENT_FIELD_FOR_PARAM,
         lambda: payments.create_payment(g.account_id, KeyMode.TEST, _new_payment(form)).id,
-        "Test payment created. The provider is finalising it.",
+        _("Test payment created. The provider is finalising it."),
     )
 
 
@@ -157,7 +164,7 @@ def create_test_charge() -> ResponseReturnValue:
         "charge_form",
         CHARGE_FIELD_FOR_PARAM,
         lambda: charges.create_charge(g.account_id, KeyMode.TEST, _new_charge(form)).id,
-        "Test charge created",
+        _("Test charge created"),
         id_prefix=CHARGE_ID_PREFIX,
     )
 
@@ -235,15 +242,18 @@ def _list_page(
     charge_form: TestChargeForm | None = None,
     status: int = 200,
 ) -> tuple[str, int]:
-    rows, total = payment_listing.list_payments(g.account_id, MODES[filters.mode], filters.query())
+    mode, query = MODES[filters.mode], filters.query()
+    rows, total = payment_listing.list_payments(g.account_id, mode, query)
     test_mode = filters.mode == "test"
     html = render_template(
         "dashboard/payments.html",
         filters=filters,
         rows=rows,
         total=total,
+        # what a filtered set adds up to; the whole history's is the wallet statement's
+        totals=payment_listing.totals(g.account_id, mode, query) if filters.filtered else None,
         last_page=max(1, math.ceil(total / filters.limit)),
-        statuses=STATUSES,
+        status_labels=STATUS_LABELS,
         public_status=PUBLIC_STATUS,
         method_labels=METHOD_LABELS,
         shown_id=transaction_id,
@@ -262,19 +272,19 @@ def _csv_values(listed: ListedPayment) -> tuple:
     payment = listed.payment
     return (
         spreadsheet_cell(transaction_id(payment)),
-        utc_text(payment.created_at),
+        payment.created_at,
         listed.status,
-        payment.amount,
+        Money(payment.amount, payment.currency),
         spreadsheet_cell(payment.currency),
         " ".join(payment.payment_methods),
         payment.paid_with or "",
-        "" if payment.provider_fee is None else payment.provider_fee,
-        "" if payment.platform_fee is None else payment.platform_fee,
-        "" if payment.net_amount is None else payment.net_amount,
+        Money(payment.provider_fee, payment.currency),
+        Money(payment.platform_fee, payment.currency),
+        Money(payment.net_amount, payment.currency),
         spreadsheet_cell(payment.customer_name or ""),
         spreadsheet_cell(payment.customer_email or ""),
         spreadsheet_cell(str(payment.metadata_.get("description") or "")),
-        utc_text(payment.paid_at),
+        payment.paid_at,
     )
 
 
@@ -285,6 +295,7 @@ def _filters(days: DayRange) -> PaymentFilters:
         method=choice_arg("method", payments.METHODS),
         startDate=days.first,
         endDate=days.last,
+        q=search_arg(),
         limit=limit_arg(),
         page=page_arg(),
     )

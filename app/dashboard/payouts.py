@@ -14,20 +14,31 @@ the amount, so the list shows that debit, never the API's `netAmount` (amount - 
 import math
 from dataclasses import dataclass
 
-from flask import flash, g, redirect, render_template, url_for
+from flask import flash, g, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
 
 from app.dashboard import bp
-from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
+from app.dashboard.exports import EXPORT_CHUNK, Money, csv_response, spreadsheet_cell
 from app.dashboard.forms import ConfirmForm
+from app.dashboard.forms.fields import to_minor_units
 from app.dashboard.forms.payouts import PixPayoutForm
-from app.dashboard.params import MODES, QueryFilters, choice_arg, mode_arg, page_arg, shown_mode
+from app.dashboard.params import (
+    MODES,
+    QueryFilters,
+    choice_arg,
+    mode_arg,
+    page_arg,
+    search_arg,
+    shown_mode,
+)
 from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.errors import ApiError, Conflict
 from app.extensions import db
+from app.formats.labels import PAYOUT_STATUS_LABELS
 from app.models import Payout, PayoutStatus, PayoutType
-from app.services import wallets
+from app.services import fees, wallets
 from app.services.allowances import manager_allowance
 from app.services.payouts import listing, requesting
 from app.services.payouts.requesting import NewPayout
@@ -65,6 +76,7 @@ class PayoutFilters(QueryFilters):
 
     mode: str = "test"
     status: str | None = None
+    q: str | None = None
     page: int = 1
 
 
@@ -94,11 +106,37 @@ def request_pix_payout() -> ResponseReturnValue:
         return _list_page(filters, form, error.status)
     payout = listing.get(g.account_id, payout_id)
     flash(
-        f"Payout of {money(payout.amount, payout.currency)} to {destination(payout)} "
-        f"requested: {payout.status}.",
+        _(
+            "Payout of %(amount)s to %(destination)s requested: %(status)s.",
+            amount=money(payout.amount, payout.currency),
+            destination=destination(payout),
+            status=PAYOUT_STATUS_LABELS[payout.status],
+        ),
         "info",
     )
     return redirect(url_for("dashboard.payouts_page", **filters.args()), 303)
+
+
+@bp.get("/payouts/fee")
+@member_required
+def payout_fee_preview() -> ResponseReturnValue:
+    """What a Pix payout of the amount being typed costs, for the request form to show before
+    it is sent (`static/payout-fee.js`): the fee and what leaves the wallet, from the same
+    fee rule the request applies; an amount that cannot be read says why, as the form would."""
+    try:
+        amount = to_minor_units(request.args.get("amount") or "")
+    except ValueError as unreadable:
+        return jsonify(text=str(unreadable), complete=False)
+    fee = fees.payout_fee(PayoutType.PIX, amount)
+    return jsonify(
+        text=_(
+            "Fee %(fee)s: %(debit)s leaves your wallet, %(amount)s reaches the key.",
+            fee=money(fee),
+            debit=money(amount + fee),
+            amount=money(amount),
+        ),
+        complete=True,
+    )
 
 
 @bp.get("/payouts/export.csv")
@@ -107,7 +145,9 @@ def payouts_csv() -> ResponseReturnValue:
     """The filtered list, every page of it, streamed as it is read (amounts in minor units,
     times in UTC)."""
     filters = _filters()
-    rows = listing.payout_rows(g.account_id, MODES[filters.mode], filters.status, EXPORT_CHUNK)
+    rows = listing.payout_rows(
+        g.account_id, MODES[filters.mode], filters.status, EXPORT_CHUNK, filters.q
+    )
     return csv_response(CSV_COLUMNS, map(_csv_values, rows), f"payouts-{filters.mode}.csv")
 
 
@@ -123,17 +163,28 @@ def cancel_payout(payout_id: str) -> ResponseReturnValue:
         flash(error.message, "error")
     else:
         db.session.commit()
-        flash(f"Payout of {money(payout.amount, payout.currency)} cancelled.", "info")
+        flash(
+            _("Payout of %(amount)s cancelled.", amount=money(payout.amount, payout.currency)),
+            "info",
+        )
     return redirect(url_for("dashboard.payouts_page", **filters.args()), 303)
 
 
 def destination(payout: Payout, *, whole: bool = False) -> str:
-    """Where a payout goes, short enough for a table cell unless `whole` (an export)."""
+    """Where a payout goes, short enough for a table cell unless `whole` (an export, whose
+    words stay in English)."""
     if payout.type is PayoutType.PIX:
         return f"{payout.pix_key} ({payout.pix_key_type})"
     if payout.type is PayoutType.TED:
         bank = payout.bank_account or {}
-        return f"Bank {bank.get('bankCode')} · {bank.get('agency')} / {bank.get('account')}"
+        parts = {
+            "bank": bank.get("bankCode"),
+            "agency": bank.get("agency"),
+            "account": bank.get("account"),
+        }
+        if whole:
+            return "Bank {bank} · {agency} / {account}".format(**parts)
+        return _("Bank %(bank)s · %(agency)s / %(account)s", **parts)
     address = payout.crypto_address or ""
     if not whole:
         address = f"{address[:ADDRESS_SHOWN]}…{address[-ADDRESS_SHOWN:]}"
@@ -143,18 +194,21 @@ def destination(payout: Payout, *, whole: bool = False) -> str:
 def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
     membership = current_membership()
     mode = MODES[filters.mode]
-    rows, total = listing.list_payouts(g.account_id, mode, filters.status, filters.page, PER_PAGE)
+    rows, total = listing.list_payouts(
+        g.account_id, mode, filters.status, filters.page, PER_PAGE, filters.q
+    )
     html = render_template(
         "dashboard/payouts.html",
         filters=filters,
         payouts=rows,
         total=total,
         last_page=max(1, math.ceil(total / PER_PAGE)),
-        statuses=STATUSES,
+        status_labels=PAYOUT_STATUS_LABELS,  # the status filter's choices and the badges
         form=form,
         can_request=manager_allowance(membership).allowed,
         cancellable={p.id for p in rows if requesting.cancellability(p, membership).allowed},
         available=wallets.balance(g.account_id, mode, wallets.PRIMARY_CURRENCY).available,
+        pix_fee=fees.payout_rule(PayoutType.PIX),
         confirm_form=ConfirmForm(formdata=None),
         destination=destination,
         csv_args=filters.args(page=1),  # the export is every page
@@ -163,24 +217,26 @@ def _list_page(filters: PayoutFilters, form: PixPayoutForm, status: int = 200):
 
 
 def _filters() -> PayoutFilters:
-    return PayoutFilters(mode=mode_arg(), status=choice_arg("status", STATUSES), page=page_arg())
+    return PayoutFilters(
+        mode=mode_arg(), status=choice_arg("status", STATUSES), q=search_arg(), page=page_arg()
+    )
 
 
 def _csv_values(payout: Payout) -> tuple:
     """One payout; free text goes through the wallet export's formula guard."""
     return (
         payout.id,
-        utc_text(payout.created_at),
+        payout.created_at,
         str(payout.status),
         str(payout.type),
-        payout.amount,
-        payout.fee,
-        payout.wallet_debit,
+        Money(payout.amount, payout.currency),
+        Money(payout.fee, payout.currency),
+        Money(payout.wallet_debit, payout.currency),
         spreadsheet_cell(payout.currency),
         spreadsheet_cell(destination(payout, whole=True)),
         spreadsheet_cell(payout.description or ""),
         spreadsheet_cell(payout.failure_reason or ""),
-        utc_text(payout.completed_at),
+        payout.completed_at,
     )
 
 

@@ -8,6 +8,8 @@ Resolving a notice only files it: the PSP reporting it again reopens it.
 
 from flask import flash, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_login import current_user
 
 from app.dashboard import bp
@@ -16,11 +18,13 @@ from app.extensions import db
 from app.services import psp_notices
 
 KIND_LABELS = {
-    "unconfirmed_pix": "Webhook not confirmed by the PSP",
-    "unmatched_pix": "Pix of no charge",
-    "unknown_value": "Value unknown to this release",
-    "unreadable": "Unreadable report",
+    "unconfirmed_pix": _l("Webhook not confirmed by the PSP"),
+    "unmatched_pix": _l("Pix of no charge"),
+    "unknown_value": _l("Value unknown to this release"),
+    "unreadable": _l("Unreadable report"),
 }
+# What a refused record is (`Refusal.what`), as the refusals table says it.
+RECORD_LABELS = {"charge": _l("charge"), "refund": _l("refund")}
 
 
 @bp.get("/back-office/psp")
@@ -31,6 +35,7 @@ def psp_notices_page() -> ResponseReturnValue:
         notices=psp_notices.open_notices(),
         refusals=psp_notices.recent_refusals(),
         kind_labels=KIND_LABELS,
+        record_labels=RECORD_LABELS,
     )
 
 
@@ -39,5 +44,11 @@ def psp_notices_page() -> ResponseReturnValue:
 def resolve_psp_notice(notice_id) -> ResponseReturnValue:
     notice = psp_notices.resolve(str(notice_id), current_user.id)
     db.session.commit()
-    flash(f"Notice {notice.subject} resolved; it reopens if the PSP reports it again.", "info")
+    flash(
+        _(
+            "Notice %(subject)s resolved; it reopens if the PSP reports it again.",
+            subject=notice.subject,
+        ),
+        "info",
+    )
     return redirect(url_for("dashboard.psp_notices_page"), 303)

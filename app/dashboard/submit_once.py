@@ -8,16 +8,20 @@ from collections.abc import Callable
 from urllib.parse import urlencode
 
 from flask import g, request
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 
 from app.errors import ApiError
 from app.services import idempotency
 
 MESSAGES = {
-    idempotency.KEY_REUSED: "This form was already sent with other values. "
-    "Check the list below, then submit the form again.",
-    idempotency.REQUEST_IN_PROGRESS: "This is still being processed. "
-    "Reload the page in a moment to see it.",
+    idempotency.KEY_REUSED: _l(
+        "This form was already sent with other values. "
+        "Check the list below, then submit the form again."
+    ),
+    idempotency.REQUEST_IN_PROGRESS: _l(
+        "This is still being processed. Reload the page in a moment to see it."
+    ),
 }
 
 
@@ -50,7 +54,7 @@ def submit_once(form: FlaskForm, create: Callable[[], str]) -> str:
 def show_error(form: FlaskForm, error: ApiError, field_for_param: dict[str, str]) -> None:
     """Put the service's message beside the field it names, or above the form. A reused key
     gets a fresh one, so correcting the form and sending it again works."""
-    message = MESSAGES.get(error.code, error.message)
+    message = str(MESSAGES.get(error.code, error.message))
     if error.code == idempotency.KEY_REUSED:
         form.idempotency_key.data = new_form_key()
     field = field_for_param.get(error.param or "")

@@ -11,9 +11,10 @@ from datetime import date
 
 from flask import g, render_template, request
 from flask.typing import ResponseReturnValue
+from flask_babel import lazy_gettext as _l
 
 from app.dashboard import bp
-from app.dashboard.exports import EXPORT_CHUNK, Money, chosen_sheet, csv_response
+from app.dashboard.exports import EXPORT_CHUNK, Money, csv_response
 from app.dashboard.params import MODES, date_range_args, day_bounds, mode_arg, page_arg
 from app.dashboard.session import member_required
 from app.errors import InvalidRequest
@@ -26,16 +27,16 @@ from app.services.statements import Period, StatementRow
 from app.services.transactions import refund_funding, settlement
 
 KIND_LABELS = {
-    settlement.SETTLEMENT: "Payment received",
-    releases.RELEASE: "Released to available",
-    payout_decisions.DEBIT: "Payout",
-    payout_processing.REFUND: "Payout refunded",
-    refund_funding.DEBIT: "Refund",
-    refund_funding.REVERSAL: "Refund failed, returned",
-    dispute_cases.HOLD: "Dispute: amount held",
-    dispute_cases.RELEASE: "Dispute won: hold released",
-    dispute_cases.LOSS: "Dispute lost: hold sent to the payer",
-    dispute_holds.REFUND_RELEASE: "Dispute: hold reduced by a completed refund",
+    settlement.SETTLEMENT: _l("Payment received"),
+    releases.RELEASE: _l("Released to available"),
+    payout_decisions.DEBIT: _l("Payout"),
+    payout_processing.REFUND: _l("Payout refunded"),
+    refund_funding.DEBIT: _l("Refund"),
+    refund_funding.REVERSAL: _l("Refund failed, returned"),
+    dispute_cases.HOLD: _l("Dispute: amount held"),
+    dispute_cases.RELEASE: _l("Dispute won: hold released"),
+    dispute_cases.LOSS: _l("Dispute lost: hold sent to the payer"),
+    dispute_holds.REFUND_RELEASE: _l("Dispute: hold reduced by a completed refund"),
 }
 CSV_COLUMNS = (
     "created_at",
@@ -82,7 +83,7 @@ def wallet_statement_csv() -> ResponseReturnValue:
     rows = statements.statement_rows(g.account_id, MODES[mode], currency, EXPORT_CHUNK, period)
     values = (_csv_values(row, currency) for row in rows)
     filename = f"statement-{currency}-{mode}.csv"
-    return csv_response(CSV_COLUMNS, values, filename, chosen_sheet())
+    return csv_response(CSV_COLUMNS, values, filename)
 
 
 def _currency() -> str:

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
 
 from app.dashboard import bp
-from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell, utc_text
+from app.dashboard.exports import EXPORT_CHUNK, csv_response, spreadsheet_cell
 from app.dashboard.forms import ConfirmForm, submitted
 from app.dashboard.params import MODES, QueryFilters, choice_arg, mode_arg, page_arg
 from app.dashboard.session import member_required
@@ -23,6 +24,7 @@ from app.dashboard.webhooks import managers_only, webhook_role
 from app.errors import Conflict, InvalidRequest
 from app.extensions import db
 from app.formats import event_catalog
+from app.formats.labels import DELIVERY_STATUS_LABELS
 from app.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from app.services.webhooks import delivery as webhook_delivery
 from app.services.webhooks import endpoints as webhook_endpoints
@@ -83,7 +85,7 @@ def webhook_deliveries_page() -> ResponseReturnValue:
         total=total,
         last_page=max(1, math.ceil(total / PER_PAGE)),
         endpoint_urls={e.id: e.url for e in endpoints},  # the filter's choices, in order
-        statuses=DELIVERY_STATUSES,
+        status_labels=DELIVERY_STATUS_LABELS,  # the status filter's choices and the badges
         event_types=EVENT_TYPES,
         csv_args=filters.args(page=1),  # the export is every page
     )
@@ -122,6 +124,7 @@ def webhook_delivery_page(delivery_id: str) -> ResponseReturnValue:
         mode=mode,
         delivery=delivery,
         endpoint=endpoint,
+        status_labels=DELIVERY_STATUS_LABELS,
         payload=json.dumps(delivery.payload, indent=2, ensure_ascii=False),
         headers=_sent_headers(delivery),
         signature_format=(
@@ -151,7 +154,7 @@ def resend_webhook_delivery(delivery_id: str) -> ResponseReturnValue:
             url_for("dashboard.webhook_delivery_page", delivery_id=delivery_id, mode=mode), 303
         )
     db.session.commit()
-    flash("Queued again: this is the new delivery of the same event.", "info")
+    flash(_("Queued again: this is the new delivery of the same event."), "info")
     return redirect(url_for("dashboard.webhook_delivery_page", delivery_id=copy.id, mode=mode), 303)
 
 
@@ -177,7 +180,7 @@ def _csv_values(delivery: WebhookDelivery, endpoint_url: str) -> tuple:
     endpoint's address is left empty, as the log shows it."""
     return (
         delivery.id,
-        utc_text(delivery.created_at),
+        delivery.created_at,
         delivery.event_type,
         delivery.event_id,
         delivery.endpoint_id,
@@ -187,9 +190,9 @@ def _csv_values(delivery: WebhookDelivery, endpoint_url: str) -> tuple:
         delivery.max_attempts,
         "" if delivery.last_status_code is None else delivery.last_status_code,
         spreadsheet_cell(delivery.last_error or ""),
-        utc_text(delivery.last_attempt_at),
-        utc_text(delivery.next_retry_at),
-        utc_text(delivery.delivered_at),
+        delivery.last_attempt_at,
+        delivery.next_retry_at,
+        delivery.delivered_at,
         delivery.resent_from_id or "",
     )
 

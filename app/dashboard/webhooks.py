@@ -18,10 +18,13 @@ from functools import wraps
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_babel import ngettext
 
 from app.dashboard import bp
 from app.dashboard.forms import ConfirmForm, submitted
 from app.dashboard.forms.webhooks import (
+    EVENT_DESCRIPTIONS,
     WebhookEndpointEditForm,
     WebhookEndpointForm,
     WebhookRecoverForm,
@@ -32,14 +35,13 @@ from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import show_error
 from app.errors import Conflict, InvalidRequest
 from app.extensions import db
-from app.formats import event_catalog
+from app.formats.labels import ENDPOINT_STATUS_LABELS
 from app.models import EndpointStatus, WebhookEndpoint
 from app.services.allowances import Allowance, manager_allowance
 from app.services.webhooks import alerts, relay
 from app.services.webhooks import endpoints as webhook_endpoints
 from app.templating import DISPLAY_TIMEZONE
 
-EVENT_DESCRIPTIONS = {entry.event: entry.description for entry in event_catalog.CATALOG}
 FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
 
 
@@ -64,7 +66,7 @@ def webhook_role() -> Allowance:
     """Managing endpoints and deliveries is for the account's OWNER and ADMIN."""
     return manager_allowance(
         current_membership(),
-        "Only an OWNER or ADMIN of the account can manage webhooks.",
+        _("Only an OWNER or ADMIN of the account can manage webhooks."),
         "WEBHOOK_ROLE_REQUIRED",
     )
 
@@ -136,7 +138,7 @@ def update_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
         show_error(form, error, FORM_FIELD_FOR_PARAM)
         return _endpoints_page(mode, editing=Editing(endpoint, form), status=error.status)
     db.session.commit()
-    flash(f"Endpoint {endpoint.url} updated.", "info")
+    flash(_("Endpoint %(url)s updated.", url=endpoint.url), "info")
     return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
 
 
@@ -152,9 +154,14 @@ def switch_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
     )
     db.session.commit()
     if endpoint.status is EndpointStatus.ACTIVE:
-        flash(f"Endpoint {endpoint.url} enabled: new events are delivered to it.", "info")
+        flash(
+            _("Endpoint %(url)s enabled: new events are delivered to it.", url=endpoint.url), "info"
+        )
     else:
-        flash(f"Endpoint {endpoint.url} disabled: new events are not delivered to it.", "info")
+        flash(
+            _("Endpoint %(url)s disabled: new events are not delivered to it.", url=endpoint.url),
+            "info",
+        )
     return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
 
 
@@ -180,7 +187,10 @@ def delete_webhook_endpoint(endpoint_id: str) -> ResponseReturnValue:
     url = webhook_endpoints.get_endpoint(g.account_id, MODES[mode], endpoint_id).url
     webhook_endpoints.delete_endpoint(g.account_id, MODES[mode], endpoint_id)
     db.session.commit()
-    flash(f"Endpoint {url} deleted; deliveries still waiting for it were cancelled.", "info")
+    flash(
+        _("Endpoint %(url)s deleted; deliveries still waiting for it were cancelled.", url=url),
+        "info",
+    )
     return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
 
 
@@ -192,7 +202,8 @@ def recover_webhook_deliveries(endpoint_id: str) -> ResponseReturnValue:
     mode = mode_arg()
     form = WebhookRecoverForm()
     if not form.validate_on_submit():
-        flash(f"{form.since.label.text}: " + " ".join(form.since.errors), "error")
+        problems = " ".join(str(problem) for problem in form.since.errors)
+        flash(f"{form.since.label.text}: {problems}", "error")
         return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
     since = form.since.data.replace(tzinfo=DISPLAY_TIMEZONE).astimezone(UTC)
     try:
@@ -201,7 +212,10 @@ def recover_webhook_deliveries(endpoint_id: str) -> ResponseReturnValue:
         flash(error.message, "error")
         return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
     db.session.commit()
-    flash(f"{count} {'delivery' if count == 1 else 'deliveries'} queued again.", "info")
+    flash(
+        ngettext("%(num)d delivery queued again.", "%(num)d deliveries queued again.", count),
+        "info",
+    )
     return redirect(
         url_for("dashboard.webhook_deliveries_page", mode=mode, endpoint_id=endpoint_id), 303
     )
@@ -230,6 +244,7 @@ def _endpoints_page(
         editing=editing,
         shown=shown,
         descriptions=EVENT_DESCRIPTIONS,
+        status_labels=ENDPOINT_STATUS_LABELS,
         status_form=WebhookStatusForm(formdata=None),
         recover_form=WebhookRecoverForm(formdata=None),
         confirm_form=ConfirmForm(formdata=None),

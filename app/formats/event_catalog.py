@@ -7,6 +7,8 @@ from here."""
 
 from dataclasses import dataclass
 
+from app.formats.labels import translatable
+
 
 @dataclass(frozen=True)
 class CatalogEntry:
@@ -16,33 +18,43 @@ class CatalogEntry:
 
 
 CANONICAL = (
-    CatalogEntry("charge.created", "A charge was created and awaits payment."),
-    CatalogEntry("charge.paid", "A charge was paid and confirmed."),
-    CatalogEntry("charge.failed", "A charge failed or was cancelled."),
-    CatalogEntry("charge.expired", "A charge expired unpaid."),
-    CatalogEntry("payout.created", "A payout was requested."),
-    CatalogEntry("payout.paid", "A payout was settled."),
-    CatalogEntry("payout.failed", "A payout failed, was rejected or was cancelled."),
+    CatalogEntry("charge.created", translatable("A charge was created and awaits payment.")),
+    CatalogEntry("charge.paid", translatable("A charge was paid and confirmed.")),
+    CatalogEntry("charge.failed", translatable("A charge failed or was cancelled.")),
+    CatalogEntry("charge.expired", translatable("A charge expired unpaid.")),
+    CatalogEntry("payout.created", translatable("A payout was requested.")),
+    CatalogEntry("payout.paid", translatable("A payout was settled.")),
+    CatalogEntry("payout.failed", translatable("A payout failed, was rejected or was cancelled.")),
 )
 DISPUTES = (
-    CatalogEntry("med_case.created", "A dispute (MED) case was opened on a paid charge."),
-    CatalogEntry("med_case.updated", "A dispute case changed status or evidence was requested."),
-    CatalogEntry("med.resolved", "A dispute case's money reached its final destination."),
+    CatalogEntry(
+        "med_case.created", translatable("A dispute (MED) case was opened on a paid charge.")
+    ),
+    CatalogEntry(
+        "med_case.updated", translatable("A dispute case changed status or evidence was requested.")
+    ),
+    CatalogEntry(
+        "med.resolved", translatable("A dispute case's money reached its final destination.")
+    ),
 )
 LEGACY = (
-    CatalogEntry("payment.created", "A transaction was created.", legacy=True),
-    CatalogEntry("payment.completed", "A transaction was paid (PAID or APPROVED).", legacy=True),
+    CatalogEntry("payment.created", translatable("A transaction was created."), legacy=True),
+    CatalogEntry(
+        "payment.completed", translatable("A transaction was paid (PAID or APPROVED)."), legacy=True
+    ),
     CatalogEntry(
         "payment.failed",
-        "A transaction was refused, cancelled, expired or disputed.",
+        translatable("A transaction was refused, cancelled, expired or disputed."),
         legacy=True,
     ),
-    CatalogEntry("payment.expired", "A transaction expired unpaid.", legacy=True),
-    CatalogEntry("payment.refunded", "A transaction was refunded.", legacy=True),
-    CatalogEntry("withdrawal.created", "A withdrawal was requested.", legacy=True),
-    CatalogEntry("withdrawal.completed", "A withdrawal was completed.", legacy=True),
+    CatalogEntry("payment.expired", translatable("A transaction expired unpaid."), legacy=True),
+    CatalogEntry("payment.refunded", translatable("A transaction was refunded."), legacy=True),
+    CatalogEntry("withdrawal.created", translatable("A withdrawal was requested."), legacy=True),
+    CatalogEntry("withdrawal.completed", translatable("A withdrawal was completed."), legacy=True),
     CatalogEntry(
-        "withdrawal.failed", "A withdrawal failed, was rejected or cancelled.", legacy=True
+        "withdrawal.failed",
+        translatable("A withdrawal failed, was rejected or cancelled."),
+        legacy=True,
     ),
 )
 ALIASES = {

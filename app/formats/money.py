@@ -7,9 +7,14 @@ read Brazilian notation, a Pix BR Code and a crypto quote need a decimal point, 
 shows back what a merchant types.
 """
 
+import re
 from dataclasses import dataclass
+from decimal import Decimal
+
+from babel.numbers import format_currency, get_currency_symbol
 
 CURRENCY_SYMBOLS = {"BRL": "R$", "EUR": "€", "USD": "US$"}
+NO_BREAK_SPACE = "\u00a0"
 
 
 @dataclass(frozen=True)
@@ -40,3 +45,15 @@ def format_money(
         return f"{sign}{number}"
     name = CURRENCY_SYMBOLS.get(currency, currency) if notation.symbol else currency
     return f"{sign}{name} {number}"
+
+
+def localized_money(amount_minor: int, currency: str, locale: str) -> str:
+    """123456, "BRL" as the locale writes it (CLDR through Babel): `R$ 1.234,56` in pt_BR,
+    `1 234,56 €` in pt_PT, `R$1,234.56` in en, with no-break spaces so a narrow cell never
+    parts the symbol from its number. A currency CLDR has no symbol for keeps a space after
+    its code (`USDT 1,00`), as `format_money` writes it."""
+    value = Decimal(amount_minor).scaleb(-2)
+    text = format_currency(value, currency, locale=locale, currency_digits=False)
+    if get_currency_symbol(currency, locale) == currency:
+        text = re.sub(rf"(?<={re.escape(currency)})(?=[-\d])", NO_BREAK_SPACE, text)
+    return text

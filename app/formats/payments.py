@@ -7,18 +7,19 @@ from datetime import datetime
 
 import marshmallow as ma
 from flask import current_app
+from flask_babel import lazy_gettext as _l
 
 from app.formats.charges import charge_id, qr_code_url
 from app.models import SETTLED_STATUSES, Origin, Refund, Transaction, TransactionStatus
 
 TRANSACTION_ID_PREFIX = "tx_"
-METHOD_LABELS = {  # how pages and documents name each method
+METHOD_LABELS = {  # how pages and documents name each method (the others are brand names)
     "PIX": "Pix",
-    "CREDIT_CARD": "Credit card",
+    "CREDIT_CARD": _l("Credit card"),
     "MBWAY": "MB WAY",
     "MULTIBANCO": "Multibanco",
     "BOLETO": "Boleto",
-    "CRYPTO": "Crypto",
+    "CRYPTO": _l("Crypto"),
 }
 STATUSES = [status.value for status in TransactionStatus]
 

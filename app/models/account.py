@@ -19,6 +19,7 @@ class Role(enum.StrEnum):
 
 MANAGING_ROLES = frozenset({Role.OWNER, Role.ADMIN})
 DEFAULT_CITY = "Sao Paulo"
+DEFAULT_COUNTRY = "BR"
 DEFAULT_CHARGE_EXPIRES_IN = 3600
 
 
@@ -28,6 +29,11 @@ class Account(db.Model):
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     name: Mapped[str] = mapped_column(sa.String(120))
     city: Mapped[str] = mapped_column(sa.String(60), default=DEFAULT_CITY)
+    # ISO 3166-1 alpha-2; picks the language of the account's documents and the default of
+    # its members' pages (`app.i18n`).
+    country: Mapped[str] = mapped_column(
+        sa.String(2), default=DEFAULT_COUNTRY, server_default=DEFAULT_COUNTRY
+    )
     charge_expires_in: Mapped[int] = mapped_column(default=DEFAULT_CHARGE_EXPIRES_IN)
     cnpj_checksum_waiver: Mapped[bool] = mapped_column(default=False)
     withdrawals_auto_approve: Mapped[bool] = mapped_column(default=False)
@@ -49,6 +55,8 @@ class User(UserMixin, db.Model):
     name: Mapped[str | None] = mapped_column(sa.String(120))
     active: Mapped[bool] = mapped_column(default=True)
     is_staff: Mapped[bool] = mapped_column(default=False)
+    # The dashboard language this person chose (`app.i18n.LOCALES`); None until they choose.
+    locale: Mapped[str | None] = mapped_column(sa.String(8))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     memberships: Mapped[list["Membership"]] = relationship(back_populates="user")

@@ -13,8 +13,9 @@ from email_validator import EmailNotValidError, validate_email
 
 from app.errors import InvalidRequest, Unauthorized
 from app.extensions import db
+from app.i18n import COUNTRY_LOCALES, LOCALES
 from app.models import Account, ApiKey, Membership, Role, User
-from app.models.account import MANAGING_ROLES
+from app.models.account import DEFAULT_COUNTRY, MANAGING_ROLES
 from app.services import audit
 from app.services.allowances import manager_allowance
 
@@ -39,11 +40,16 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
-def create_account(name: str) -> Account:
+def create_account(name: str, country: str = DEFAULT_COUNTRY) -> Account:
+    """A merchant in Brazil (BR) or Portugal (PT): the country picks its documents' language."""
     name = name.strip()
     if not name:
         raise InvalidRequest("An account needs a name.", param="name")
-    account = Account(name=name)
+    if country not in COUNTRY_LOCALES:
+        raise InvalidRequest(
+            f"country is one of {', '.join(sorted(COUNTRY_LOCALES))}.", param="country"
+        )
+    account = Account(name=name, country=country)
     db.session.add(account)
     db.session.flush()
     return account
@@ -62,6 +68,13 @@ def add_user(email: str, password: str, *, name: str | None = None, is_staff: bo
     db.session.add(user)
     db.session.flush()
     return user
+
+
+def choose_language(user: User, locale: str) -> None:
+    """The language `user`'s dashboard pages are written in, from now on, on any browser."""
+    if locale not in LOCALES:
+        raise InvalidRequest(f"locale is one of {', '.join(LOCALES)}.", param="locale")
+    user.locale = locale
 
 
 def set_password(user: User, password: str) -> None:

@@ -24,8 +24,20 @@ class ChargeFees:
         return self.provider + self.platform
 
 
-def _rule_amount(rule: dict, amount: int) -> int:
-    return rule["fixed"] + (amount * rule["bps"] + BASIS_POINTS // 2) // BASIS_POINTS
+@dataclass(frozen=True)
+class FeeRule:
+    """A fee of `fixed` minor units plus `bps` basis points of the amount."""
+
+    fixed: int
+    bps: int
+
+    @classmethod
+    def scheduled(cls, rule: dict) -> "FeeRule":
+        return cls(fixed=rule["fixed"], bps=rule["bps"])
+
+    def on(self, amount: int) -> int:
+        """The fee on `amount`, its basis points rounded half up to the centavo."""
+        return self.fixed + (amount * self.bps + BASIS_POINTS // 2) // BASIS_POINTS
 
 
 def charge_fees(method: str, amount: int) -> ChargeFees:
@@ -33,12 +45,16 @@ def charge_fees(method: str, amount: int) -> ChargeFees:
     rules = current_app.config["FEE_SCHEDULE"]["charges"].get(method)
     if rules is None:
         raise Unprocessable(f"No fee schedule is configured for {method}.")
-    provider = min(_rule_amount(rules["provider"], amount), amount)
-    platform = min(_rule_amount(rules["platform"], amount), amount - provider)
+    provider = min(FeeRule.scheduled(rules["provider"]).on(amount), amount)
+    platform = min(FeeRule.scheduled(rules["platform"]).on(amount), amount - provider)
     return ChargeFees(provider=provider, platform=platform)
+
+
+def payout_rule(payout_type: str) -> FeeRule:
+    """The schedule's rule for payouts of `payout_type`, as the payout form states it."""
+    return FeeRule.scheduled(current_app.config["FEE_SCHEDULE"]["payouts"][payout_type])
 
 
 def payout_fee(payout_type: str, amount: int) -> int:
     """The fee a payout of `amount` costs, on top of the amount (the wallet pays both)."""
-    rule = current_app.config["FEE_SCHEDULE"]["payouts"][payout_type]
-    return _rule_amount(rule, amount)
+    return payout_rule(payout_type).on(amount)

@@ -35,7 +35,8 @@ class StatementRow:
 
     created_at: datetime
     kind: str
-    description: str
+    reference_id: str  # what the posting is about (a transaction, refund, case or payout)
+    description: str  # the ledger's own English words, kept for the exports
     available_change: int
     pending_change: int
     available_balance: int
@@ -93,6 +94,7 @@ def statement(
         sa.select(
             LedgerPosting.created_at,
             LedgerPosting.kind,
+            LedgerPosting.reference_id,
             LedgerPosting.description,
             last_entry,
             _change(LedgerAccount.AVAILABLE).label("available_change"),
@@ -107,6 +109,7 @@ def statement(
             LedgerPosting.id,
             LedgerPosting.created_at,
             LedgerPosting.kind,
+            LedgerPosting.reference_id,
             LedgerPosting.description,
         )
         .order_by(last_entry.desc())
@@ -152,6 +155,7 @@ def statement_rows(
             LedgerEntry.amount,
             LedgerPosting.created_at,
             LedgerPosting.kind,
+            LedgerPosting.reference_id,
             LedgerPosting.description,
             _fee(LedgerEntry.posting_id).label("fee"),
         )
@@ -254,6 +258,7 @@ def _row(posting: sa.Row, available: int, pending: int, net: int, balance: int) 
     return StatementRow(
         created_at=posting.created_at,
         kind=posting.kind,
+        reference_id=posting.reference_id,
         description=posting.description,
         available_change=available,
         pending_change=pending,

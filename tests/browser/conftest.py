@@ -26,6 +26,7 @@ from app.models import SettlementRelease
 from app.services import releases
 from tests.support import payouts
 from tests.support.deployed import PUBLIC_BASE_URL, REQUEST_SECONDS
+from tests.support.http import READER_LANGUAGE
 from tests.support.processes import wait_for
 from tests.support.rows import empty_tables
 
@@ -159,6 +160,7 @@ def open_page(browser, live_server, request):
 
 
 def _context(browser, base_url: str, **options):
+    options.setdefault("locale", READER_LANGUAGE)  # Accept-Language and the browser's own
     context = browser.new_context(base_url=base_url, **options)
     context.set_default_timeout(10_000)
     # Addresses on the public host (signed uploads, links) go to the stack's web process.
@@ -199,11 +201,12 @@ def _save(context, name: str) -> None:
         tab.screenshot(path=SCREENSHOTS / f"{name}{suffix}.png", full_page=True)
 
 
-def sign_in(page, member) -> None:
+def sign_in(page, member, say=str) -> None:
+    """Through the login form; `say` gives its words in the page's language."""
     page.goto("/dashboard/login")
-    page.get_by_label("E-mail").fill(member.email)
-    page.get_by_label("Password").fill(member.password)
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_label(say("E-mail")).fill(member.email)
+    page.get_by_label(say("Password")).fill(member.password)
+    page.get_by_role("button", name=say("Sign in")).click()
     # Not "**/dashboard/**": the login page matches that too, so it would not wait at all.
     page.wait_for_url(lambda url: "/dashboard/login" not in url)
 

@@ -8,6 +8,7 @@ Security Policy violations, and a status below 400.
 and answers each failed check as "check: detail" (an empty list when the page passes).
 """
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -244,3 +245,48 @@ def _described(focused: dict | None) -> str:
     text = f' "{focused["text"]}"' if focused["text"] else ""
     where = f' href="{focused["href"]}"' if focused["href"] else ""
     return f"<{focused['tag']}{where}>{text}"
+
+
+# Words English sentences are made of and Portuguese never uses ("for" is Portuguese too: "se
+# o pagador for confirmado"); a page that should be in Portuguese and shows one, in lowercase
+# or capitalized (codes such as PAID are not words), outside code, ids, addresses and typed
+# values, has English left.
+ENGLISH = (
+    "the and of your you is are with this from will has have been not was be to or in on at by"
+    " an payment payments payout payouts dispute disputes wallet wallets refund amount pending"
+    " paid created open"
+)
+ENGLISH_WORDS = re.compile(
+    r"\b(?:"
+    + "|".join(f"[{word[0].upper()}{word[0]}]{word[1:]}" for word in ENGLISH.split())
+    + r")\b"
+)
+# The page's words a person reads: the visible text, less what is a machine's (code, ids in
+# <code>, sample payloads, e-mail addresses, web addresses), with each text node's element.
+READ_TEXT = """() => {
+  const skip = "code, pre, kbd, samp, script, style, [translate=no], .swagger-ui";
+  const machine = /\\S+@\\S+|https?:\\/\\/\\S+|\\S*[a-z_]\\.[a-z]\\S*|end-to-end/gi;
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const texts = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const element = node.parentElement;
+    if (!element || element.closest(skip) || !element.checkVisibility()) continue;
+    const text = node.textContent.replace(machine, " ");
+    if (text.trim()) texts.push(text.trim());
+  }
+  for (const field of document.querySelectorAll("[placeholder], [aria-label], [title]")) {
+    if (!field.closest(skip)) {
+      for (const name of ["placeholder", "aria-label", "title"]) {
+        const value = field.getAttribute(name);
+        if (value && value.replace(machine, " ").trim()) texts.push(value.replace(machine, " "));
+      }
+    }
+  }
+  return texts;
+}"""
+
+
+def english_left(page) -> list[str]:
+    """The page's texts that still read as English, as "english: …" problems."""
+    found = sorted({text for text in page.evaluate(READ_TEXT) if ENGLISH_WORDS.search(text)})
+    return [f"english: {text[:120]!r}" for text in found]

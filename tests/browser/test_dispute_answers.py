@@ -34,7 +34,7 @@ def _open_case_page(page, owner, case_id: str) -> None:
     sign_in(page, owner)
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Disputes").click()
     page.get_by_role("region", name="Test disputes").get_by_role("link", name=case_id).click()
-    expect(page.get_by_role("heading", level=1)).to_contain_text("open")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Open")
 
 
 def test_an_owner_appeals_and_the_amount_stays_held(app, client, shop, owner, page):
@@ -49,7 +49,7 @@ def test_an_owner_appeals_and_the_amount_stays_held(app, client, shop, owner, pa
         "Appeal sent: the amount stays held until the dispute is decided."
     )
     expect(page.get_by_role("heading", level=1)).to_have_text(
-        re.compile(r"R\$ 123,45\s+appealed\s+test mode")
+        re.compile(r"R\$123\.45\s+Appealed\s+test mode")
     )
     expect(answer).to_contain_text("You appealed: the amount stays held")
     expect(answer.get_by_role("button")).to_have_count(0)
@@ -87,12 +87,12 @@ def test_accepting_takes_the_confirmation_box_and_loses_the_amount(app, client, 
 
     box.check()
     question = click_confirming(page, accept)
-    assert question == "Accept this dispute? R$ 123,45 is lost and this cannot be undone."
+    assert question == "Accept this dispute? R$123.45 is lost and this cannot be undone."
     expect(page.get_by_role("status").filter(has_text="You accepted")).to_have_text(
-        "You accepted the dispute: R$ 123,45 is returned to the payer. This is final."
+        "You accepted the dispute: R$123.45 is returned to the payer. This is final."
     )
     expect(page.get_by_role("heading", level=1)).to_have_text(
-        re.compile(r"R\$ 123,45\s+accepted\s+test mode")
+        re.compile(r"R\$123\.45\s+Accepted\s+test mode")
     )
     expect(answer).to_contain_text("The case is accepted: there is nothing left to answer.")
     details = page.get_by_role("region", name="Details")

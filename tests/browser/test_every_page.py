@@ -6,12 +6,16 @@ endpoint with a delivery, a pending payout, a Pix payment held for review.
 
 `VISITS` says how each GET endpoint under /dashboard and /checkout, and the API reference at
 /v1/docs, is reached and what it gives: an HTML page that must pass `pages.page_problems`
-(saved as `test-results/browser/<endpoint>.png`), an old address that redirects to one, a
+(saved as `test-results/browser/<locale>/<endpoint>.png`), an old address that redirects to one, a
 CSV or PDF the link downloads, a PDF the browser shows, or something a page fetches. An
 endpoint the app has and the table lacks fails `test_every_page_has_a_browser_test`.
 
 The pages are visited one after the other by one test, in one browser per user, so the
 account is made once; the failure lists every page's problems, not only the first page's.
+The test runs once per language (`LOCALES`, asked for by the browsers' Accept-Language):
+the steps find links by their words in that language, the screenshots go to
+`test-results/browser/<locale>/`, and a Portuguese page must show no English
+(`pages.english_left`).
 """
 
 import re
@@ -19,15 +23,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from operator import attrgetter
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from babel.support import NullTranslations, Translations
 
 from app.extensions import db
 from app.models import KeyMode, Role
 from app.services.webhooks import endpoints as webhook_endpoints
 from tests.browser.conftest import SCREENSHOTS, run_jobs, sign_in
-from tests.browser.pages import VIEWPORT, BrowserLog, endpoint_at, page_problems
+from tests.browser.pages import VIEWPORT, BrowserLog, endpoint_at, english_left, page_problems
 from tests.support import charges, factories, payments, payouts
 from tests.support import disputes as d
 from tests.support.http import bearer, login
@@ -42,6 +48,9 @@ except ImportError:  # pragma: no cover
     BrowserError = Exception
 
 PREFIXES = ("/dashboard/", "/checkout/", "/v1/docs")
+TRANSLATIONS = Path(__file__).resolve().parents[2] / "app" / "translations"
+# Each page is visited in each language; their screenshots go to SCREENSHOTS/<locale>/.
+LOCALES = {"en": "en", "pt_BR": "pt-BR", "pt_PT": "pt-PT"}
 PDF_SIGNATURE = b"%PDF-"
 
 
@@ -72,6 +81,12 @@ class World:
     case_id: str
     pix_and_boleto_payment_id: str  # pending: Pix QR, boleto line and slip
     card_payment_id: str  # pending, in EUR: the sandbox card page
+    locale: str  # the language the browsers ask for (`LOCALES`)
+    translations: NullTranslations
+
+    def say(self, english: str) -> str:
+        """What a page in the world's language shows for `english`."""
+        return self.translations.gettext(english)
 
 
 Step = Callable[["Page", World], None]
@@ -94,21 +109,33 @@ def goto(address: Callable[[World], str]) -> Step:
 def nav(label: str) -> Step:
     """A link of the main navigation."""
     return lambda page, world: (
-        page.get_by_role("navigation", name="Main")
-        .get_by_role("link", name=label, exact=True)
+        page.get_by_role("navigation", name=world.say("Main"))
+        .get_by_role("link", name=world.say(label), exact=True)
         .click()
     )
 
 
 def link(name: str) -> Step:
-    return lambda page, world: page.get_by_role("link", name=name, exact=True).first.click()
+    return lambda page, world: page.get_by_role(
+        "link", name=world.say(name), exact=True
+    ).first.click()
 
 
 def link_in(region: str, name: Callable[[World], str | re.Pattern]) -> Step:
     """The first link called `name` in a section (a table's row, say)."""
     return lambda page, world: (
-        page.get_by_role("region", name=region).get_by_role("link", name=name(world)).first.click()
+        page.get_by_role("region", name=world.say(region))
+        .get_by_role("link", name=name(world))
+        .first.click()
     )
+
+
+def typed_payout_amount(page) -> None:
+    """An amount typed in the payout form (once its script listens), and the fee line's
+    question answered."""
+    page.wait_for_load_state()
+    with page.expect_response(lambda response: "/dashboard/payouts/fee" in response.url):
+        page.locator("#amount").fill("10,00")
 
 
 def payment(payment_id: Callable[[World], str]) -> tuple[Step, ...]:
@@ -128,7 +155,7 @@ VISITS: dict[str, Visit] = {
     "dashboard.login": Visit((goto(lambda world: "/dashboard/login"),), who=Who.NOBODY),
     "dashboard.overview": Visit((nav("Overview"),)),
     "dashboard.choose_account": Visit(
-        (lambda page, world: page.get_by_title("Switch account").click(),)
+        (lambda page, world: page.get_by_title(world.say("Switch account")).click(),)
     ),
     "dashboard.payments_page": Visit((nav("Payments"),)),
     "dashboard.payment_page": Visit(payment(PAID_CHARGE)),
@@ -158,6 +185,10 @@ VISITS: dict[str, Visit] = {
         (nav("Wallets"), link("Download the whole statement (CSV)")), Kind.DOWNLOAD
     ),
     "dashboard.payouts_page": Visit((nav("Payouts"),)),
+    "dashboard.payout_fee_preview": Visit(  # the request form asks as the amount is typed
+        (nav("Payouts"), lambda page, world: typed_payout_amount(page)),
+        Kind.FETCHED,
+    ),
     "dashboard.payouts_csv": Visit(
         (nav("Payouts"), link("Download these payouts as CSV")), Kind.DOWNLOAD
     ),
@@ -167,7 +198,10 @@ VISITS: dict[str, Visit] = {
         (*DELIVERY_LOG, link("Download these deliveries as CSV")), Kind.DOWNLOAD
     ),
     "dashboard.webhook_delivery_page": Visit(
-        (*DELIVERY_LOG, link_in("Test deliveries", lambda world: re.compile(r"^View")))
+        (
+            *DELIVERY_LOG,
+            link_in("Test deliveries", lambda world: re.compile("^" + world.say("View"))),
+        )
     ),
     "dashboard.api_keys_page": Visit((nav("API keys"),)),
     "dashboard.back_office": Visit((nav("Back-office"),), who=Who.STAFF),
@@ -186,9 +220,10 @@ VISITS: dict[str, Visit] = {
 }
 
 
-@pytest.fixture
-def world(app, client, redis, monkeypatch, live_server, receiver) -> World:
-    """Made after the live server starts, so the addresses the API gives out point at it."""
+@pytest.fixture(params=list(LOCALES))
+def world(request, app, client, redis, monkeypatch, live_server, receiver) -> World:
+    """Made after the live server starts, so the addresses the API gives out point at it;
+    once per language."""
     shop = merchant(app, monkeypatch)
     owner = factories.make_member(app, shop.account_id, Role.OWNER)
     with app.app_context():
@@ -213,6 +248,8 @@ def world(app, client, redis, monkeypatch, live_server, receiver) -> World:
         case_id=case["id"],
         pix_and_boleto_payment_id=pix_and_boleto["id"],
         card_payment_id=card["id"],
+        locale=request.param,
+        translations=Translations.load(str(TRANSLATIONS), [request.param]),
     )
 
 
@@ -240,27 +277,27 @@ def test_every_page_has_a_browser_test(app):
     assert not missing + gone, "\n".join(missing + gone)
 
 
-def test_every_page_passes_its_checks_in_a_browser(app, page, open_page, world):
+def test_every_page_passes_its_checks_in_a_browser(app, open_page, world):
     failures = [
         failure
-        for who, tab, log in _browsers(app, page, open_page, world)
+        for who, tab, log in _browsers(app, open_page, world)
         for endpoint, visit in VISITS.items()
         if visit.who is who and (failure := _visited(app, tab, log, world, endpoint, visit))
     ]
     assert not failures, f"{len(failures)} of {len(VISITS)} pages fail:\n" + "\n".join(failures)
 
 
-def _browsers(app, page, open_page, world) -> Iterator[tuple[Who, "Page", BrowserLog]]:
+def _browsers(app, open_page, world) -> Iterator[tuple[Who, "Page", BrowserLog]]:
     """The visitor's tab, which then signs in as the OWNER; then staff in a browser of their
-    own."""
-    page.set_viewport_size(VIEWPORT)
-    log = BrowserLog(app).listen(page)
-    yield Who.NOBODY, page, log
-    sign_in(page, world.owner)
-    yield Who.OWNER, page, log
-    staff = open_page("staff", viewport=VIEWPORT)
+    own; both asking for the world's language."""
+    visitor = open_page("visitor", viewport=VIEWPORT, locale=LOCALES[world.locale])
+    log = BrowserLog(app).listen(visitor)
+    yield Who.NOBODY, visitor, log
+    sign_in(visitor, world.owner, world.say)
+    yield Who.OWNER, visitor, log
+    staff = open_page("staff", viewport=VIEWPORT, locale=LOCALES[world.locale])
     staff_log = BrowserLog(app).listen(staff)
-    sign_in(staff, world.staff)
+    sign_in(staff, world.staff, world.say)
     yield Who.STAFF, staff, staff_log
 
 
@@ -282,7 +319,7 @@ def _visited(app, tab, log: BrowserLog, world: World, endpoint: str, visit: Visi
             reached = None
             tab.wait_for_load_state("networkidle")
         address = tab.url
-        problems = CHECKS[visit.kind](app, tab, log, endpoint, reached)
+        problems = CHECKS[visit.kind](app, tab, log, world, endpoint, reached)
     except BrowserError as error:
         address = tab.url
         problems = [f"browser: {error.message.splitlines()[0]}"]
@@ -294,14 +331,14 @@ def _visited(app, tab, log: BrowserLog, world: World, endpoint: str, visit: Visi
     )
 
 
-def _page_checks(app, page, log: BrowserLog, endpoint: str, reached) -> list[str]:
+def _page_checks(app, page, log: BrowserLog, world: World, endpoint: str, reached) -> list[str]:
     landed = endpoint_at(app, page.url)
     if landed != endpoint:
         return [f"reached: the browser ended on {landed} ({page.url}), not on {endpoint}"]
-    return _checked_page(page, log, endpoint)
+    return _checked_page(page, log, world, endpoint)
 
 
-def _redirect_checks(app, page, log: BrowserLog, endpoint: str, reached) -> list[str]:
+def _redirect_checks(app, page, log: BrowserLog, world: World, endpoint: str, reached) -> list[str]:
     problems = [
         f"redirect: {served.url} answered {served.status}, not a redirect"
         for served in log.served_by(endpoint)
@@ -309,10 +346,12 @@ def _redirect_checks(app, page, log: BrowserLog, endpoint: str, reached) -> list
     ]
     if not log.served_by(endpoint):
         problems.append(f"reached: the browser never asked {endpoint}")
-    return problems + _checked_page(page, log, endpoint)
+    return problems + _checked_page(page, log, world, endpoint)
 
 
-def _download_checks(app, page, log: BrowserLog, endpoint: str, download) -> list[str]:
+def _download_checks(
+    app, page, log: BrowserLog, world: World, endpoint: str, download
+) -> list[str]:
     if endpoint_at(app, download.url) != endpoint:
         return [f"reached: the link downloaded {download.url}, not from {endpoint}"]
     if download.failure() is not None:
@@ -326,7 +365,9 @@ def _download_checks(app, page, log: BrowserLog, endpoint: str, download) -> lis
     return [f"download: {name} is neither a CSV nor a PDF"]
 
 
-def _shown_pdf_checks(app, page, log: BrowserLog, endpoint: str, reached) -> list[str]:
+def _shown_pdf_checks(
+    app, page, log: BrowserLog, world: World, endpoint: str, reached
+) -> list[str]:
     problems = _served_checks(log, endpoint)
     for served in log.served_by(endpoint):
         if not served.document:
@@ -337,7 +378,7 @@ def _shown_pdf_checks(app, page, log: BrowserLog, endpoint: str, reached) -> lis
     return problems
 
 
-def _fetched_checks(app, page, log: BrowserLog, endpoint: str, reached) -> list[str]:
+def _fetched_checks(app, page, log: BrowserLog, world: World, endpoint: str, reached) -> list[str]:
     if not log.served_by(endpoint):
         page.wait_for_event("response", lambda response: endpoint_at(app, response.url) == endpoint)
     return _served_checks(log, endpoint)
@@ -354,9 +395,12 @@ def _served_checks(log: BrowserLog, endpoint: str) -> list[str]:
     ]
 
 
-def _checked_page(page, log: BrowserLog, endpoint: str) -> list[str]:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return page_problems(page, log, SCREENSHOTS / f"{endpoint}.png")
+def _checked_page(page, log: BrowserLog, world: World, endpoint: str) -> list[str]:
+    """The page's checks; one in Portuguese must also have no English left on it."""
+    folder = SCREENSHOTS / world.locale
+    folder.mkdir(parents=True, exist_ok=True)
+    english = english_left(page) if world.locale != "en" else []
+    return page_problems(page, log, folder / f"{endpoint}.png") + english
 
 
 CHECKS = {

@@ -64,19 +64,19 @@ def test_days_in_the_wrong_order_are_shown_beside_the_date_fields(app, page):
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Payments").click()
     payments = page.get_by_role("region", name="Test payments")
     payments.get_by_label("Status").select_option("PAID")
-    payments.get_by_label("Created from").fill("2026-11-21")
-    payments.get_by_label("Created until").fill("2026-11-20")
+    payments.get_by_label("Created from").fill("21/11/2026")
+    payments.get_by_label("Created until").fill("20/11/2026")
     payments.get_by_role("button", name="Filter").click()
 
     start = payments.get_by_label("Created from")
     expect(start).to_have_attribute("aria-invalid", "true")
-    expect(start).to_have_value("2026-11-21")
+    expect(start).to_have_value("21/11/2026")
     expect(start).to_have_accessible_description(re.compile("After the last day"))
     problem = payments.locator("#start-date-error")
     expect(problem).to_be_visible()
     field, message = start.bounding_box(), problem.bounding_box()
     assert 0 <= message["y"] - (field["y"] + field["height"]) < 40  # right under the field
-    expect(payments.get_by_label("Created until")).to_have_value("2026-11-20")
+    expect(payments.get_by_label("Created until")).to_have_value("20/11/2026")
     expect(payments.get_by_label("Status")).to_have_value("PAID")
     expect(payments.get_by_role("alert")).to_have_text(
         "The days could not be used, so the list below is not filtered by day."
@@ -90,7 +90,7 @@ def test_an_appeal_on_a_case_that_held_nothing_says_so(app, client, page, monkey
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Disputes").click()
     page.get_by_role("region", name="Test disputes").get_by_role("link", name=case["id"]).click()
     held = page.locator("dt:text-is('Held from your wallet') + dd")
-    expect(held).to_have_text("R$ 0,00")
+    expect(held).to_have_text("R$0.00")
 
     answer = page.get_by_role("region", name="Your answer")
     answer.get_by_label("Why you contest this dispute").fill("The goods were delivered.")

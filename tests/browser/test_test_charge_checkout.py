@@ -23,8 +23,8 @@ def test_a_dashboard_test_charge_is_paid_on_its_checkout_page(app, client, page)
     form.get_by_role("button", name="Create test charge").click()
 
     expect(page.get_by_role("status").first).to_have_text("Test charge created")
-    expect(page.get_by_role("heading", level=1)).to_contain_text("R$ 49,90")
-    expect(page.get_by_role("heading", level=1)).to_contain_text("WAITING_PAYMENT")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("R$49.90")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Waiting for payment")
     charge_id = re.search(r"/payments/(ch_[0-9a-f-]+)", page.url)[1]
     assert charges.get(client, api_key, charge_id).get_json()["status"] == "pending"
 

@@ -22,7 +22,7 @@ def test_every_event_checkbox_reads_its_name_and_description_in_its_group(app, p
     events = page.get_by_role("region", name="Add endpoint").get_by_role("group", name="Events")
     expect(events.get_by_role("checkbox")).to_have_count(20)
     for group, entries in EVENT_GROUPS:
-        boxes = events.get_by_role("group", name=group, exact=True)
+        boxes = events.get_by_role("group", name=str(group), exact=True)
         expect(boxes.get_by_role("checkbox")).to_have_count(len(entries))
         for entry in entries:
             box = boxes.get_by_role("checkbox", name=entry.event, exact=True)

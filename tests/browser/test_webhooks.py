@@ -43,7 +43,7 @@ def test_an_endpoint_added_on_the_page_receives_a_charge_event(app, client, redi
         .filter(has_text=receiver.url)
     )
     expect(endpoint).to_contain_text("charge.created, charge.paid")
-    expect(endpoint).to_contain_text("ACTIVE")
+    expect(endpoint).to_contain_text("Active")
     address = endpoint.get_by_role("cell").first.locator(".mono")
     expect(address).to_have_text(receiver.url)
     lines = "span => new Set([...span.getClientRects()].map(box => Math.round(box.top))).size"
@@ -61,14 +61,14 @@ def test_an_endpoint_added_on_the_page_receives_a_charge_event(app, client, redi
     log = page.get_by_role("region", name="Test deliveries")
     delivery = log.get_by_role("row").filter(has_text="charge.created")
     expect(log.get_by_role("row")).to_have_count(2)  # the header and this delivery
-    expect(delivery).to_contain_text("DELIVERED")
+    expect(delivery).to_contain_text("Delivered")
     expect(delivery).to_contain_text(receiver.url)
     expect(delivery.get_by_role("cell").nth(4)).to_have_text(re.compile(r"^1/\d+$"))  # attempts
     expect(delivery.get_by_role("cell").nth(5)).to_have_text("200")  # last status code
 
     delivery.get_by_role("link", name="View").click()
     expect(page.get_by_role("heading", level=1)).to_have_text(
-        re.compile(r"charge\.created\s+DELIVERED\s+test mode")
+        re.compile(r"charge\.created\s+Delivered\s+test mode")
     )
     sent = page.get_by_role("region", name="Request")
     expect(sent).to_contain_text(received.headers["X-Acme-Delivery-Id"])

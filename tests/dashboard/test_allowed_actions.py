@@ -32,7 +32,7 @@ PAYOUTS = "/dashboard/payouts"
 WEBHOOKS = "/dashboard/webhooks"
 # The page's forms that act: posted forms and the evidence upload's ticket address.
 ACTING_FORM = re.compile(r'<form method="post" action="([^"?]+)|data-ticket-url="([^"?]+)')
-SESSION_FORMS = {"/dashboard/logout", "/dashboard/accounts"}
+SESSION_FORMS = {"/dashboard/logout", "/dashboard/accounts", "/dashboard/language"}
 WAITING_FOR_SETTLEMENT = "Waiting for funds: the payment's settlement has not been released yet."
 
 

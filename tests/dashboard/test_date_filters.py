@@ -7,6 +7,7 @@ import html
 import re
 
 import pytest
+from flask_babel import force_locale
 
 from app.dashboard.params import REVERSED_DAYS, UNREADABLE_DAY
 from app.models import Role
@@ -16,6 +17,12 @@ from tests.support.dashboard import sign_in
 from tests.support.refunds import merchant
 
 NOT_FILTERED = "The days could not be used, so the list below is not filtered by day."
+
+
+def _english(message) -> str:
+    """A lazy message as the English pages (the test client's) show it."""
+    with force_locale("en"):
+        return str(message)
 
 
 def _field(page: str, field_id: str) -> str:
@@ -49,11 +56,12 @@ def test_a_from_day_after_the_to_day_is_shown_beside_the_field(
 
     assert "<h1>" in text and "mode-banner-live" in text  # the whole page, in its mode
     start = _field(text, first_id)
-    assert 'value="2026-11-21"' in start and 'aria-invalid="true"' in start
+    assert 'value="21/11/2026"' in start and 'aria-invalid="true"' in start
     assert f'aria-describedby="dates-hint {first_id}-error"' in start
-    assert f'<span id="{first_id}-error" class="field-error">{REVERSED_DAYS}</span>' in start
+    reversed_days = _english(REVERSED_DAYS)
+    assert f'<span id="{first_id}-error" class="field-error">{reversed_days}</span>' in start
     end = _field(text, last_id)
-    assert 'value="2026-11-20"' in end and "aria-invalid" not in end
+    assert 'value="20/11/2026"' in end and "aria-invalid" not in end
     assert NOT_FILTERED in text
     assert f'<option value="{status}" selected>' in text
     assert '<input type="hidden" name="mode" value="live">' in text  # the form keeps the mode
@@ -71,7 +79,8 @@ def test_an_unreadable_day_is_shown_beside_its_field_and_the_list_keeps_the_rest
     text = _refused(client, "/dashboard/disputes?type=med&created_from=2026-02-30")
 
     start = _field(text, "created-from")
-    assert f'<span id="created-from-error" class="field-error">{UNREADABLE_DAY}</span>' in start
+    unreadable = _english(UNREADABLE_DAY)
+    assert f'<span id="created-from-error" class="field-error">{unreadable}</span>' in start
     assert 'value="2026-02-30"' in start
     assert NOT_FILTERED in text
     assert case["id"] in text  # listed by the other filters
@@ -80,7 +89,7 @@ def test_an_unreadable_day_is_shown_beside_its_field_and_the_list_keeps_the_rest
 
 @pytest.mark.parametrize(
     "query",
-    ["startDate=2026-11-21&endDate=2026-11-20", "startDate=21/11/2026"],
+    ["startDate=2026-11-21&endDate=2026-11-20", "startDate=30/02/2026", "startDate=11-21-2026"],
 )
 def test_the_payments_export_still_refuses_days_that_cannot_filter(client, owner, query):
     sign_in(client, owner)
@@ -94,5 +103,20 @@ def test_good_days_filter_with_no_problem_shown(client, owner):
     response = client.get("/dashboard/payments?startDate=2026-11-20&endDate=2026-11-21")
     assert response.status_code == 200
     text = response.get_data(as_text=True)
-    assert 'value="2026-11-20"' in _field(text, "start-date")
+    assert 'value="20/11/2026"' in _field(text, "start-date")
     assert "field-error" not in text and "aria-invalid" not in text
+
+
+def test_days_are_typed_day_first_as_the_pages_write_them(app, client, owner):
+    """21/11/2026 filters like 2026-11-21 (the links' form), and the field shows it day
+    first in every language, whatever the browser's own date format."""
+    sign_in(client, owner)
+    typed = client.get("/dashboard/payments?startDate=20/11/2026&endDate=21/11/2026")
+    linked = client.get("/dashboard/payments?startDate=2026-11-20&endDate=2026-11-21")
+    for response in (typed, linked):
+        assert response.status_code == 200
+        text = response.get_data(as_text=True)
+        assert 'value="20/11/2026"' in _field(text, "start-date")
+        assert 'placeholder="dd/mm/yyyy"' in _field(text, "start-date")
+    portuguese = client.get("/dashboard/payments", headers={"Accept-Language": "pt-BR"})
+    assert 'placeholder="dd/mm/aaaa"' in portuguese.get_data(as_text=True)

@@ -20,7 +20,7 @@ def test_sign_in_lands_on_the_overview_of_the_account(client, owner):
     overview = client.get("/dashboard/")
     assert overview.status_code == 200
     html = overview.get_data(as_text=True)
-    assert "Loja Teste" in html and "OWNER" in html
+    assert "Loja Teste" in html and '<span class="role">Owner</span>' in html
 
 
 def test_wrong_password_gets_a_generic_message(client, owner):

@@ -71,12 +71,15 @@ def test_a_dispute_shows_the_payer_document_punctuated_or_as_masked(app, client,
 
 
 def test_the_success_rate_has_a_decimal_comma_and_the_api_a_number(app, client, owner):
+    """In Portuguese 33,3% (in English 33.3%); the API keeps the fraction."""
     api_key = factories.make_api_key(app, owner.account_id)
     paid, _, _ = (_charge(client, api_key) for _ in range(3))
     assert charges.pay(client, api_key, paid["id"]).status_code == 200
     sign_in(client, owner)
-    text = _text(client.get(f"{PAYMENTS}/stats?days=7"))
+    stats = f"{PAYMENTS}/stats?days=7"
+    text = _text(client.get(stats, headers={"Accept-Language": "pt-BR"}))
     assert '<p class="figure">33,3%</p>' in text
     assert "33.3%" not in text
+    assert '<p class="figure">33.3%</p>' in _text(client.get(stats))
     api = client.get("/v1/payments/stats?days=7", headers={"apikey": api_key}).get_json()
     assert api["successRate"] == 0.3333

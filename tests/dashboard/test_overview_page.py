@@ -73,7 +73,7 @@ def test_todays_figures_and_the_daily_chart_count_sao_paulo_days(app, client, ow
     today_card = _section(page, "today")
     assert "23/11/2026" in today_card
     paid_volume = re.search(r"<dt>Paid volume</dt>\s*<dd class=\"figure\">(.*?)</dd>", today_card)
-    assert paid_volume.group(1) == '<span class="amount">R$ 1.334,56</span>'
+    assert paid_volume.group(1) == '<span class="amount">R$1,334.56</span>'
     assert '<dt>Paid payments</dt><dd class="figure">2</dd>' in today_card
     assert '<dt>Payments created</dt><dd class="figure">4</dd>' in today_card
     assert '<dt>Failed</dt><dd class="figure">1</dd>' in today_card
@@ -84,24 +84,24 @@ def test_todays_figures_and_the_daily_chart_count_sao_paulo_days(app, client, ow
     charted = list(days)
     assert (charted[0], charted[-1]) == ("25/10/2026", "23/11/2026")
     sales = {
-        "23/11/2026": "R$ 1.334,56",
-        "22/11/2026": "R$ 300,00",
-        "10/11/2026": "R$ 200,00",
-        "25/10/2026": "R$ 10,00",
+        "23/11/2026": "R$1,334.56",
+        "22/11/2026": "R$300.00",
+        "10/11/2026": "R$200.00",
+        "25/10/2026": "R$10.00",
     }
-    assert {day: volume for day, volume in days.items() if volume != "R$ 0,00"} == sales
-    assert "24/10/2026" not in chart and "R$ 999,00" not in chart
+    assert {day: volume for day, volume in days.items() if volume != "R$0.00"} == sales
+    assert "24/10/2026" not in chart and "R$999.00" not in chart
     assert '<svg class="volume-chart"' in chart and 'role="img"' in chart
     assert (
         '<title id="chart-BRL-title">Daily paid volume in BRL, 25/10/2026 to 23/11/2026</title>'
         in chart
     )
     assert 'aria-labelledby="chart-BRL-title chart-BRL-desc"' in chart
-    assert "Total R$ 1.844,56." in chart
+    assert "Total R$1,844.56." in chart
     heights = [int(h) for h in re.findall(r'<rect [^>]*height="(\d+)"', chart)]
     assert len(heights) == 30 and heights.count(0) == 26
     assert heights[-1] == max(heights) and all(heights[i] > 0 for i in (0, 16, 28, 29))
-    assert "<title>22/11/2026: R$ 300,00</title>" in chart
+    assert "<title>22/11/2026: R$300.00</title>" in chart
 
 
 def test_a_chart_per_currency_paid_the_primary_first(app, client, owner, frozen):
@@ -110,11 +110,11 @@ def test_a_chart_per_currency_paid_the_primary_first(app, client, owner, frozen)
     sign_in(client, owner)
     page = _text(client.get(PAGE))
     assert page.index('id="chart-BRL-title"') < page.index('id="chart-USD-title"')
-    assert "US$ 42,00" in _section(page, "today") and "R$ 0,00" not in _section(page, "today")
+    assert "$42.00" in _section(page, "today") and "R$0.00" not in _section(page, "today")
 
 
 def test_balances_releases_and_pending_payouts_of_a_merchant(app, client, monkeypatch):
-    merchant = funded_merchant(app, client, monkeypatch)  # R$ 1.000,00 available
+    merchant = funded_merchant(app, client, monkeypatch)  # R$1,000.00 available
     monkeypatch.setitem(app.config, "SETTLEMENT_HOLD", "D+1")
     pay(client, merchant.api_key, created(client, merchant.api_key, amount=25_000)["id"])
     for amount in (10_000, 5_000):
@@ -124,24 +124,24 @@ def test_balances_releases_and_pending_payouts_of_a_merchant(app, client, monkey
     page = _text(client.get(PAGE))
 
     balances = _section(page, "balances")
-    assert '<dt>Available</dt><dd class="amount figure">R$ 1.000,00</dd>' in balances
-    assert '<dt>Pending</dt><dd class="amount">R$ 250,00</dd>' in balances
-    assert '<dt>Retained</dt><dd class="amount">R$ 0,00</dd>' in balances
+    assert '<dt>Available</dt><dd class="amount figure">R$1,000.00</dd>' in balances
+    assert '<dt>Pending</dt><dd class="amount">R$250.00</dd>' in balances
+    assert '<dt>Retained</dt><dd class="amount">R$0.00</dd>' in balances
     with app.app_context():
         release_at = db.session.scalar(
             sa.select(SettlementRelease.release_at).where(SettlementRelease.released_at.is_(None))
         )
     releases = _section(page, "upcoming-releases")
     assert release_at.astimezone(SAO_PAULO).strftime("%d/%m/%Y %H:%M") in releases
-    assert "R$ 250,00" in releases
+    assert "R$250.00" in releases
     payouts = _section(page, "pending-payouts")
     assert (
-        '2 payouts · <span class="amount">R$ 150,00</span> <span class="muted">requested' in payouts
+        '2 payouts · <span class="amount">R$150.00</span> <span class="muted">requested' in payouts
     )
     link = "/dashboard/payouts?mode=test&status=PENDING"
     assert f'<a href="{link}">Review pending test payouts</a>' in payouts
     listed = _text(client.get(link))
-    assert listed.count("R$ 100,00") >= 1 and listed.count("R$ 50,00") >= 1
+    assert listed.count("R$100.00") >= 1 and listed.count("R$50.00") >= 1
     assert 'Paid payments</dt><dd class="figure">2</dd>' in page  # funded charge and this one
 
 
@@ -153,7 +153,7 @@ def test_the_next_releases_soonest_first(app, client, owner):
     sign_in(client, owner)
     releases = _section(_text(client.get(PAGE)), "upcoming-releases")
     amounts = re.findall(r'<td class="amount">([^<]+)</td>', releases)
-    assert amounts == ["R$ 10,50", "R$ 20,00", "R$ 30,00", "R$ 40,00", "R$ 50,00"]
+    assert amounts == ["R$10.50", "R$20.00", "R$30.00", "R$40.00", "R$50.00"]
     assert releases.index("01/12/2026 00:00") < releases.index("02/12/2026 00:00")
 
 
@@ -171,16 +171,16 @@ def test_test_and_live_figures_stay_apart(app, client, owner, frozen):
 
     test_page = _text(client.get(PAGE))
     assert 'href="/dashboard/?mode=test" aria-current="page">Test mode</a>' in test_page
-    for figure in ("R$ 11,11", "R$ 22,22", "R$ 33,33", "R$ 5,55"):
+    for figure in ("R$11.11", "R$22.22", "R$33.33", "R$5.55"):
         assert figure in test_page
-    for figure in ("R$ 777,77", "R$ 5.000,00", "R$ 444,44", "R$ 666,66"):
+    for figure in ("R$777.77", "R$5,000.00", "R$444.44", "R$666.66"):
         assert figure not in test_page
 
     live_page = _text(client.get(f"{PAGE}?mode=live"))
     assert 'href="/dashboard/?mode=live" aria-current="page">Live mode</a>' in live_page
-    for figure in ("R$ 777,77", "R$ 5.000,00", "R$ 444,44", "R$ 666,66"):
+    for figure in ("R$777.77", "R$5,000.00", "R$444.44", "R$666.66"):
         assert figure in live_page
-    for figure in ("R$ 11,11", "R$ 22,22", "R$ 33,33", "R$ 5,55"):
+    for figure in ("R$11.11", "R$22.22", "R$33.33", "R$5.55"):
         assert figure not in live_page
     assert '<a href="/dashboard/payouts?mode=live&status=PENDING">' in live_page
     assert client.get(f"{PAGE}?mode=prod").status_code == 400
@@ -202,15 +202,15 @@ def test_disputes_and_failing_webhooks_are_the_modes_own(app, client, monkeypatc
 
     live = _text(client.get(f"{PAGE}?mode=live"))
     disputes = _section(live, "open-disputes")
-    assert live_case["id"] in disputes and "R$ 654,32" in disputes
+    assert live_case["id"] in disputes and "R$654.32" in disputes
     assert f'href="/dashboard/disputes/{live_case["id"]}?mode=live"' in disputes
-    assert test_case["id"] not in live and "R$ 123,45" not in live
+    assert test_case["id"] not in live and "R$123.45" not in live
     assert "keeps failing" not in live and "test webhook" not in live
 
     test = _text(client.get(PAGE))
     disputes = _section(test, "open-disputes")
     assert test_case["id"] in disputes and f"/disputes/{test_case['id']}?mode=test" in disputes
-    assert live_case["id"] not in test and "R$ 654,32" not in test
+    assert live_case["id"] not in test and "R$654.32" not in test
     assert "Deliveries to 1 test webhook endpoint keeps failing." in test
 
 
@@ -222,7 +222,7 @@ def test_an_empty_account_says_what_to_do_next(client, owner):
     assert 'href="/dashboard/payments?mode=test#new-test-payment">test payment</a>' in page
     assert 'href="/dashboard/payments?mode=test#new-test-charge">test Pix charge</a>' in page
     assert '<a href="/v1/docs">API documentation</a>' in page
-    assert '<dt>Available</dt><dd class="amount figure">R$ 0,00</dd>' in page
+    assert '<dt>Available</dt><dd class="amount figure">R$0.00</dd>' in page
     assert '<dt>Payments created</dt><dd class="figure">0</dd>' in page
     assert "Nothing waiting for release." in page
     assert "No test payouts waiting for approval." in page
@@ -245,7 +245,7 @@ def test_another_accounts_figures_never_show(app, client, owner, frozen):
     sign_in(client, owner)
 
     page = _text(client.get(PAGE))
-    for figure in ("R$ 888,88", "R$ 12,34", "R$ 999,99", "R$ 121,21", "R$ 343,43"):
+    for figure in ("R$888.88", "R$12.34", "R$999.99", "R$121.21", "R$343.43"):
         assert figure not in page
     assert '<dt>Payments created</dt><dd class="figure">1</dd>' in page
     assert '<dt>Failed</dt><dd class="figure">0</dd>' in page

@@ -99,7 +99,7 @@ def test_the_page_offers_the_form_to_an_owner(client, merchant):
     assert response.status_code == 200
     text = _text(response)
     assert '<a href="/dashboard/payouts" aria-current="page">Payouts</a>' in text
-    assert "Available in your test wallet: <strong>R$ 1.000,00</strong>" in text
+    assert "Available in your test wallet: <strong>R$1,000.00</strong>" in text
     assert "Request a Pix payout" in text and "No test payouts yet." in text
     for name in ("amount", "pix_key", "pix_key_type", "description", "status-filter"):
         assert f'<label for="{name}">' in text, name
@@ -121,15 +121,15 @@ def test_a_request_is_pending_and_listed(app, client, merchant):
     assert payout.description == "Saque semanal"
     assert payout.requested_by_user_id == merchant.member.user_id
     text = _text(client.get(response.headers["Location"]))
-    assert "Payout of R$ 100,00 to ana@example.com (EMAIL) requested: PENDING." in text
-    assert 'class="badge status-pending">PENDING<' in text
+    assert "Payout of R$100.00 to ana@example.com (EMAIL) requested: Waiting for approval." in text
+    assert 'class="badge status-pending">Waiting for approval<' in text
     # the fee is added on top: the wallet gives amount + fee, the recipient gets the amount
     assert 'Wallet debit <span class="muted">(amount + fee)</span></th>' in text
     cells = re.findall(r'<td class="amount">([^<]+)</td>', text)
-    assert cells == ["R$ 100,00", "R$ 1,00", "R$ 101,00"]
-    assert "Net</th>" not in text and "R$ 99,00" not in text
+    assert cells == ["R$100.00", "R$1.00", "R$101.00"]
+    assert "Net</th>" not in text and "R$99.00" not in text
     assert f'action="/dashboard/payouts/{payout.id}/cancel?mode=test"' in text
-    assert 'data-confirm="Cancel the R$ 100,00 payout to ana@example.com (EMAIL)?"' in text
+    assert 'data-confirm="Cancel the R$100.00 payout to ana@example.com (EMAIL)?"' in text
     assert available(client, merchant) == 100_000  # nothing debited before approval
 
 
@@ -165,7 +165,7 @@ def test_the_form_checks_what_it_must_before_asking_the_service(app, client, mer
 
 def test_insufficient_funds_are_refused_on_the_amount(app, client, merchant):
     sign_in(client, merchant.member)
-    response = client.post(PAGE, data=_form(client, amount="1000,00"))  # + R$ 1,00 fee
+    response = client.post(PAGE, data=_form(client, amount="1000,00"))  # + R$1.00 fee
     assert response.status_code == 400
     text = _text(response)
     assert "does not cover the amount plus fee" in text and 'id="amount-error"' in text
@@ -240,8 +240,8 @@ def test_cancel_works_only_while_pending(app, client, merchant):
     assert response.status_code == 303
     assert response.headers["Location"] == "/dashboard/payouts?mode=test&status=PENDING"
     text = _text(client.get(PAGE))
-    assert "Payout of R$ 100,00 cancelled." in text
-    assert 'class="badge status-cancelled">CANCELLED<' in text
+    assert "Payout of R$100.00 cancelled." in text
+    assert 'class="badge status-cancelled">Cancelled<' in text
 
     for payout_id, status in ((kept, "CANCELLED"), (approved, "APPROVED")):
         response = client.post(f"{PAGE}/{payout_id}/cancel", data={"csrf_token": token})
@@ -280,7 +280,7 @@ def test_filters_and_pages_keep_each_other(app, client, merchant):
     first = _text(client.get(PAGE))
     assert _rows(first) == 20
     assert "Page 1 of 2 (23 payouts)" in first and "Previous page" not in first
-    assert first.index("R$ 10,22") < first.index("R$ 10,03")  # newest first
+    assert first.index("R$10.22") < first.index("R$10.03")  # newest first
     next_link = re.search(r'<a href="([^"]+)">Next page</a>', first).group(1)
     assert "page=2" in next_link and "mode=test" in next_link
     second = _text(client.get(next_link))
@@ -295,9 +295,9 @@ def test_filters_and_pages_keep_each_other(app, client, merchant):
     assert "status=PENDING" in next_link and "page=2" in next_link
     assert _rows(_text(client.get(next_link))) == 2
     cancelled = _text(client.get(f"{PAGE}?status=CANCELLED"))
-    assert _rows(cancelled) == 1 and "R$ 10,00" in cancelled and "/cancel" not in cancelled
+    assert _rows(cancelled) == 1 and "R$10.00" in cancelled and "/cancel" not in cancelled
     assert "No live payouts yet." in _text(client.get(f"{PAGE}?mode=live"))
-    assert "No COMPLETED test payouts here." in _text(client.get(f"{PAGE}?status=COMPLETED"))
+    assert "No Completed test payouts here." in _text(client.get(f"{PAGE}?status=COMPLETED"))
     assert "No test payouts here." in _text(client.get(f"{PAGE}?page=9"))
 
 
@@ -411,3 +411,25 @@ def test_a_member_may_export(app, client, merchant):
     response = client.get(CSV_URL)
     assert response.status_code == 200
     assert [row[0] for row in _csv(response)[1:]] == [mine]
+
+
+def test_the_form_states_the_fee_and_says_what_a_typed_amount_costs(app, client, merchant):
+    """Before the request is sent: the rule under the form, then for the amount typed the
+    fee, what leaves the wallet and what reaches the key (fee-free charges aside, the
+    default schedule's Pix payout fee is R$ 1,00 fixed)."""
+    sign_in(client, merchant.member)
+    page = _text(client.get(PAGE))
+    assert "Fee: R$1.00 per payout, on top of the amount." in page
+    assert 'data-fee-url="/dashboard/payouts/fee?mode=test"' in page
+
+    answer = client.get(f"{PAGE}/fee?mode=test&amount=1.234,56").get_json()
+    assert answer == {
+        "complete": True,
+        "text": "Fee R$1.00: R$1,235.56 leaves your wallet, R$1,234.56 reaches the key.",
+    }
+    ambiguous = client.get(f"{PAGE}/fee?mode=test&amount=1.500").get_json()
+    assert ambiguous["complete"] is False and "1.500" in ambiguous["text"]
+    pt = client.get(f"{PAGE}/fee?amount=10", headers={"Accept-Language": "pt-BR"}).get_json()
+    assert pt["text"] == (
+        "Tarifa de R$\u00a01,00: R$\u00a011,00 saem da sua carteira e R$\u00a010,00 chegam à chave."
+    )

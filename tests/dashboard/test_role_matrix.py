@@ -40,10 +40,11 @@ class Audience(enum.Enum):
 
 
 WHO_MAY_ACT = {
-    # Signing in and out, choosing the account
+    # Signing in and out, choosing the account and the language
     "dashboard.login": Audience.ANYONE,
     "dashboard.logout": Audience.SIGNED_IN,
     "dashboard.choose_account": Audience.SIGNED_IN,
+    "dashboard.choose_language": Audience.SIGNED_IN,
     # Reading: every page of the account
     "dashboard.overview": Audience.MEMBER,
     "dashboard.api_keys_page": Audience.MEMBER,
@@ -61,6 +62,7 @@ WHO_MAY_ACT = {
     "dashboard.wallet_statement_csv": Audience.MEMBER,
     "dashboard.payouts_page": Audience.MEMBER,
     "dashboard.payouts_csv": Audience.MEMBER,
+    "dashboard.payout_fee_preview": Audience.MEMBER,
     "dashboard.webhooks_page": Audience.MEMBER,
     "dashboard.webhook_deliveries_page": Audience.MEMBER,
     "dashboard.webhook_deliveries_csv": Audience.MEMBER,

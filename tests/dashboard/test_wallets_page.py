@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.extensions import db
-from app.formats.money import format_money as local_money
+from app.formats.money import localized_money
 from app.models import KeyMode, LedgerAccount, LedgerPosting, Role, Transaction
 from app.services import ledger
 from app.services.ledger import Line
@@ -83,13 +83,13 @@ def test_balances_and_the_statement_with_its_running_balance(client, merchant):
     text = _text(response)
     assert '<a href="/dashboard/wallets" aria-current="page">Wallets</a>' in text
     assert text.index(">Payments</a>") < text.index(">Wallets</a>") < text.index(">Payouts</a>")
-    assert '<dt>Available</dt><dd class="amount figure">R$ 1.000,00</dd>' in text
-    assert '<dt>Pending</dt><dd class="amount">R$ 0,00</dd>' in text
-    assert '<dt>Total</dt><dd class="amount">R$ 1.000,00</dd>' in text
+    assert '<dt>Available</dt><dd class="amount figure">R$1,000.00</dd>' in text
+    assert '<dt>Pending</dt><dd class="amount">R$0.00</dd>' in text
+    assert '<dt>Total</dt><dd class="amount">R$1,000.00</dd>' in text
     assert "Nothing waiting for release" in text
     assert "Released to available" in text and "Payment received" in text
-    assert "-R$ 1.000,00" in text  # the release leaves pending
-    assert _balances_column(text) == ["R$ 1.000,00", "R$ 0,00"]  # newest first
+    assert "-R$1,000.00" in text  # the release leaves pending
+    assert _balances_column(text) == ["R$1,000.00", "R$0.00"]  # newest first
     assert f'href="{CSV}?mode=test&amp;currency=BRL"' in response.get_data(as_text=True)
 
 
@@ -100,10 +100,10 @@ def test_next_release_shows_its_date_and_amount(app, client, merchant, monkeypat
     sign_in(client, merchant.member)
     text = _text(client.get(PAGE))
     at = local_time_element(datetime.fromisoformat(balance["next_release_at"]))
-    assert f"R$ 50,00 on {at}" in text
-    assert '<dt>Pending</dt><dd class="amount">R$ 50,00</dd>' in text
-    assert '<dt>Total</dt><dd class="amount">R$ 1.050,00</dd>' in text
-    assert _balances_column(text) == ["R$ 1.000,00", "R$ 1.000,00", "R$ 0,00"]
+    assert f"R$50.00 on {at}" in text
+    assert '<dt>Pending</dt><dd class="amount">R$50.00</dd>' in text
+    assert '<dt>Total</dt><dd class="amount">R$1,050.00</dd>' in text
+    assert _balances_column(text) == ["R$1,000.00", "R$1,000.00", "R$0.00"]
 
 
 def test_the_statement_pages_keep_the_running_balance(app, client, owner):
@@ -112,12 +112,12 @@ def test_the_statement_pages_keep_the_running_balance(app, client, owner):
     first = _text(client.get(PAGE))
     balances = _balances_column(first)
     assert len(balances) == 50
-    assert (balances[0], balances[-1]) == ("R$ 55,00", "R$ 6,00")
+    assert (balances[0], balances[-1]) == ("R$55.00", "R$6.00")
     assert "Newer" not in first
     older = re.search(r'<a href="([^"]+)">Older</a>', first).group(1)
     assert "page=2" in older and "mode=test" in older and "currency=BRL" in older
     second = _text(client.get(older))
-    assert _balances_column(second) == [f"R$ {n},00" for n in range(5, 0, -1)]
+    assert _balances_column(second) == [f"R${n}.00" for n in range(5, 0, -1)]
     assert "Older</a>" not in second and "Newer</a>" in second
     assert "No more movements" in _text(client.get(f"{PAGE}?page=3"))
 
@@ -167,14 +167,14 @@ def test_mode_and_currency_choose_the_wallet(app, client, owner):
     assert _csv(client.get(f"{CSV}?currency=EUR")) == [CSV_HEADER]
 
     test_page = _text(client.get(PAGE))
-    assert "R$ 1,11" in test_page and "R$ 2,22" not in test_page
-    assert "US$ 3,33" in test_page  # the USD balance card
+    assert "R$1.11" in test_page and "R$2.22" not in test_page
+    assert "$3.33" in test_page  # the USD balance card
     assert '<a href="/dashboard/wallets?mode=test&currency=USD">USD statement</a>' in test_page
     live_page = _text(client.get(f"{PAGE}?mode=live"))
     assert 'aria-current="page">Live mode</a>' in live_page
-    assert "R$ 2,22" in live_page and "R$ 1,11" not in live_page
+    assert "R$2.22" in live_page and "R$1.11" not in live_page
     usd_page = _text(client.get(f"{PAGE}?currency=USD"))
-    assert "USD statement" in usd_page and _balances_column(usd_page) == ["US$ 3,33"]
+    assert "USD statement" in usd_page and _balances_column(usd_page) == ["$3.33"]
 
 
 def test_another_accounts_money_is_never_shown(app, client, owner):
@@ -183,15 +183,15 @@ def test_another_accounts_money_is_never_shown(app, client, owner):
     _credit(app, owner.account_id, [100])
     sign_in(client, owner)
     page = _text(client.get(PAGE))
-    assert "R$ 777,00" not in page and "Credit of 77700" not in page
-    assert _balances_column(page) == ["R$ 1,00"]
+    assert "R$777.00" not in page and "Credit of 77700" not in page
+    assert _balances_column(page) == ["R$1.00"]
     assert "77700" not in client.get(CSV).get_data(as_text=True)
 
 
 def test_an_empty_wallet_says_so(client, owner):
     sign_in(client, owner)
     text = _text(client.get(PAGE))
-    assert '<dt>Available</dt><dd class="amount figure">R$ 0,00</dd>' in text
+    assert '<dt>Available</dt><dd class="amount figure">R$0.00</dd>' in text
     assert "No movements in this wallet yet." in text
     assert _csv(client.get(CSV)) == [CSV_HEADER]
 
@@ -199,7 +199,7 @@ def test_an_empty_wallet_says_so(client, owner):
 def test_a_member_may_read_the_wallets(app, client, merchant):
     member = factories.make_member(app, merchant.member.account_id, Role.MEMBER)
     sign_in(client, member)
-    assert "R$ 1.000,00" in _text(client.get(PAGE))
+    assert "R$1,000.00" in _text(client.get(PAGE))
     assert client.get(CSV).status_code == 200
 
 
@@ -248,9 +248,9 @@ def test_each_movement_shows_its_gross_fee_and_net(app, client, owner):
 
     page = _text(client.get(PAGE))
     assert '<th scope="col">Gross</th><th scope="col">Fee</th><th scope="col">Net</th>' in page
-    assert '<td class="amount gross">R$ 100,00</td>' in page
-    assert f'<td class="amount fee">{local_money(fee, "BRL")}</td>' in page
-    assert f'<td class="amount net">{local_money(10_000 - fee, "BRL")}</td>' in page
+    assert '<td class="amount gross">R$100.00</td>' in page
+    assert f'<td class="amount fee">{localized_money(fee, "BRL", "en")}</td>' in page
+    assert f'<td class="amount net">{localized_money(10_000 - fee, "BRL", "en")}</td>' in page
     (row,) = _csv(client.get(CSV))[1:]
     assert row[6:] == ["10000", str(fee), str(10_000 - fee)]
 
@@ -277,24 +277,22 @@ def test_a_period_shows_its_movements_between_opening_and_closing_balances(app, 
     sign_in(client, owner)
 
     page = _text(client.get(f"{PAGE}?since=2026-11-02&until=2026-11-03"))
-    assert _balances_column(page) == ["R$ 7,00", "R$ 3,00"]
-    assert re.search(
-        r"Opening balance \(02/11/2026, start of day\)</dt>\s*<dd[^>]*>R\$ 1,00<", page
-    )
-    assert re.search(r"Closing balance \(03/11/2026, end of day\)</dt>\s*<dd[^>]*>R\$ 7,00<", page)
-    assert 'value="2026-11-02"' in page and 'value="2026-11-03"' in page
+    assert _balances_column(page) == ["R$7.00", "R$3.00"]
+    assert re.search(r"Opening balance \(02/11/2026, start of day\)</dt>\s*<dd[^>]*>R\$1.00<", page)
+    assert re.search(r"Closing balance \(03/11/2026, end of day\)</dt>\s*<dd[^>]*>R\$7.00<", page)
+    assert 'value="02/11/2026"' in page and 'value="03/11/2026"' in page
     link = re.search(r'<a href="([^"]+)" download>Download the statement of this period', page)
     rows = _csv(client.get(link.group(1)))[1:]  # the page's text is unescaped already
     assert [row[3] for row in rows] == ["400", "200"]
 
     whole = _text(client.get(PAGE))
-    assert re.search(r"Opening balance</dt>\s*<dd[^>]*>R\$ 0,00<", whole)
-    assert re.search(r"Closing balance</dt>\s*<dd[^>]*>R\$ 15,00<", whole)
+    assert re.search(r"Opening balance</dt>\s*<dd[^>]*>R\$0.00<", whole)
+    assert re.search(r"Closing balance</dt>\s*<dd[^>]*>R\$15.00<", whole)
 
     quiet = _text(client.get(f"{PAGE}?since=2026-11-10&until=2026-11-11"))
     assert "No movements in this period." in quiet
-    assert re.search(r"Opening balance[^<]*</dt>\s*<dd[^>]*>R\$ 15,00<", quiet)
-    assert re.search(r"Closing balance[^<]*</dt>\s*<dd[^>]*>R\$ 15,00<", quiet)
+    assert re.search(r"Opening balance[^<]*</dt>\s*<dd[^>]*>R\$15.00<", quiet)
+    assert re.search(r"Closing balance[^<]*</dt>\s*<dd[^>]*>R\$15.00<", quiet)
     assert _csv(client.get(f"{CSV}?since=2026-11-10&until=2026-11-11")) == [CSV_HEADER]
 
 
@@ -307,7 +305,7 @@ def test_a_period_starts_and_ends_at_midnight_in_sao_paulo(app, client, owner):
     sign_in(client, owner)
 
     assert _balances_column(_text(client.get(f"{PAGE}?since=2026-11-01&until=2026-11-01"))) == [
-        "R$ 1,00"
+        "R$1.00"
     ]
     assert _balances_column(_text(client.get(f"{PAGE}?since=2026-11-02"))) == []
 

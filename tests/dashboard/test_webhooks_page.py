@@ -183,7 +183,7 @@ def test_an_owner_adds_an_endpoint_and_sees_its_secret_only_once(app, client, ow
     listing = _text(client.get(PAGE))
     assert secret not in listing and SECRET.search(listing) is None
     assert '<td class="mono">charge.paid, payment.created</td>' in listing
-    assert 'class="badge status-active">ACTIVE<' in listing
+    assert 'class="badge status-active">Active<' in listing
 
 
 @pytest.mark.parametrize(
@@ -218,7 +218,7 @@ def test_an_owner_edits_url_events_and_status(app, client, owner):
     assert 'value="http://localhost:9000/hooks"' in text
     assert 'id="events-charge.paid" name="events" value="charge.paid" checked>' in text
     assert 'id="events-charge.created" name="events" value="charge.created">' in text
-    assert '<option selected value="ACTIVE">ACTIVE</option>' in text
+    assert '<option selected value="ACTIVE">Active</option>' in text
 
     action = f"{PAGE}/{endpoint_id}?mode=test"
     changes = {
@@ -237,7 +237,7 @@ def test_an_owner_edits_url_events_and_status(app, client, owner):
     )
     listing = _text(client.get(PAGE))
     assert "Endpoint http://localhost:9001/new updated." in listing
-    assert 'class="badge status-inactive">INACTIVE<' in listing
+    assert 'class="badge status-inactive">Inactive<' in listing
 
     refused = post_form(
         client, form_page, action, {**changes, "url": "https://x.test/", "events": []}
@@ -403,7 +403,7 @@ def test_delete_cancels_the_deliveries_still_waiting(app, client, owner, api_key
     assert "Endpoint http://localhost:9000/hooks deleted" in page
     assert "No test endpoints yet." in page
     log = _text(client.get(LOG))
-    assert "(deleted endpoint)" in log and 'class="badge status-cancelled">CANCELLED<' in log
+    assert "(deleted endpoint)" in log and 'class="badge status-cancelled">Cancelled<' in log
 
 
 def test_the_log_lists_real_deliveries_and_filters_them(
@@ -417,7 +417,7 @@ def test_the_log_lists_real_deliveries_and_filters_them(
 
     text = _text(client.get(LOG))
     assert text.count(f'<td class="mono endpoint">{receiver.url}</td>') == 2
-    assert text.count('class="badge status-delivered">DELIVERED<') == 2
+    assert text.count('class="badge status-delivered">Delivered<') == 2
     assert '<td class="mono">charge.created</td>' in text
     assert '<td class="mono">payment.created</td>' in text
     assert "<td>1/15</td>" in text and "<td>200</td>" in text

@@ -129,11 +129,16 @@ def test_the_owner_signs_in_and_issues_a_key_on_the_dashboard(deployed):
     assert listed.status_code == 200, listed.text
 
 
-def test_the_checkout_page_shows_the_amount(deployed):
+def test_the_checkout_page_shows_the_amount_in_the_payers_language(deployed):
+    """Through gunicorn, the page follows the payer's Accept-Language, and with none the
+    Brazilian merchant's Portuguese."""
     charge = new_charge(deployed, amount=4990)
+    path = deployed.path(charge["checkout_url"])
 
-    page = deployed.request("GET", deployed.path(charge["checkout_url"]))
-
-    assert page.status_code == 200, page.text
-    assert page.headers["Content-Type"].startswith("text/html")
-    assert "49,90" in page.text
+    for asked in ("pt-BR,pt;q=0.9,en;q=0.8", ""):
+        page = deployed.request("GET", path, headers={"Accept-Language": asked})
+        assert page.status_code == 200, page.text
+        assert page.headers["Content-Type"].startswith("text/html")
+        assert '<html lang="pt-BR">' in page.text and "R$\u00a049,90" in page.text
+    page = deployed.request("GET", path, headers={"Accept-Language": "en-GB,en;q=0.9"})
+    assert '<html lang="en">' in page.text and "R$49.90" in page.text

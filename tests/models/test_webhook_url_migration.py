@@ -3,6 +3,7 @@ account and mode, among endpoints not deleted. Endpoints that already share a UR
 upgrade, listed, rather than being deleted: each has its own secret, and only the merchant
 knows which one their receiver checks."""
 
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -14,7 +15,6 @@ from app import create_app
 from app.config import engine_options
 from app.extensions import db
 from app.models import EndpointStatus, KeyMode, WebhookEndpoint
-from tests.support import factories
 
 URL = "https://hooks.example.com/acme"
 
@@ -33,6 +33,27 @@ def before_0010(tmp_path):
     with application.app_context():
         upgrade(revision="0009_psp_notices")
     return application
+
+
+def _account(app) -> str:
+    """An account as the schema at 0009 holds it (the models have columns added since)."""
+    values = {
+        "id": str(uuid.uuid4()),
+        "name": "Loja Teste",
+        "city": "Sao Paulo",
+        "charge_expires_in": 3600,
+        "cnpj_checksum_waiver": False,
+        "withdrawals_auto_approve": False,
+        "active": True,
+        "created_at": datetime.now(UTC),
+    }
+    with app.app_context():
+        accounts = sa.Table("accounts", sa.MetaData(), autoload_with=db.engine)
+        db.session.execute(
+            accounts.insert().values({k: v for k, v in values.items() if k in accounts.c})
+        )
+        db.session.commit()
+    return values["id"]
 
 
 def _endpoint(app, account_id: str, url: str, deleted: bool = False) -> str:
@@ -61,7 +82,7 @@ def _upgrade(app) -> None:
 
 
 def test_endpoints_sharing_a_url_stop_the_upgrade_listed(before_0010):
-    account_id = factories.make_account(before_0010)
+    account_id = _account(before_0010)
     twins = [_endpoint(before_0010, account_id, URL) for _ in range(2)]
     _endpoint(before_0010, account_id, URL + "/other")
     with pytest.raises(RuntimeError) as refused:
@@ -76,7 +97,7 @@ def test_endpoints_sharing_a_url_stop_the_upgrade_listed(before_0010):
 
 
 def test_a_deleted_twin_does_not_stop_it_and_the_index_then_refuses_a_new_one(before_0010):
-    account_id = factories.make_account(before_0010)
+    account_id = _account(before_0010)
     _endpoint(before_0010, account_id, URL, deleted=True)
     _endpoint(before_0010, account_id, URL)
     _upgrade(before_0010)

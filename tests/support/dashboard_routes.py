@@ -230,6 +230,7 @@ ACTIONS: dict[str, Callable[[Shop], Action]] = {
     ),
     "dashboard.logout": lambda shop: Action(),
     "dashboard.choose_account": lambda shop: Action(form={"account_id": shop.account_id}),
+    "dashboard.choose_language": lambda shop: Action(form={"locale": "pt_BR"}),
     "dashboard.issue_api_key": lambda shop: Action(form={"label": "ci", "test": "y"}),
     "dashboard.rotate_api_key": lambda shop: Action(values={"key_id": shop.key_id}),
     "dashboard.revoke_api_key": lambda shop: Action(values={"key_id": shop.key_id}),

@@ -43,7 +43,7 @@ from app.embedded_redis import EmbeddedRedis
 from tests.faults.processes import ROOT, process_environment, start_procfile_command
 from tests.support.charges import charge_body
 from tests.support.fake_api_pix import FakeApiPix, start_fake_api_pix
-from tests.support.http import csrf_token
+from tests.support.http import READER_LANGUAGE, csrf_token
 from tests.support.processes import answers_ok, free_port, procfile, wait_for, wait_or_kill
 
 PUBLIC_BASE_URL = "https://pagamentos.minha-loja-de-exemplo.com.br"
@@ -78,7 +78,12 @@ class DeployedStack:
         return public_url.removeprefix(PUBLIC_BASE_URL)
 
     def request(self, method: str, path: str, **kwargs) -> requests.Response:
-        return requests.request(method, self.base + path, timeout=REQUEST_SECONDS, **kwargs)
+        """As a browser whose reader reads English (`READER_LANGUAGE`) unless the request
+        names its own Accept-Language."""
+        headers = {"Accept-Language": READER_LANGUAGE, **kwargs.pop("headers", {})}
+        return requests.request(
+            method, self.base + path, headers=headers, timeout=REQUEST_SECONDS, **kwargs
+        )
 
     def api(self, method: str, path: str, **kwargs) -> requests.Response:
         """A request with the demo merchant's test key, and a fresh Idempotency-Key on writes
@@ -92,6 +97,7 @@ class DeployedStack:
         """A browser's session signed in to the dashboard, as a person signs in (the login
         form with its CSRF token)."""
         browser = requests.Session()
+        browser.headers["Accept-Language"] = READER_LANGUAGE
         login_page = browser.get(self.base + "/dashboard/login", timeout=REQUEST_SECONDS)
         answer = browser.post(
             self.base + "/dashboard/login",

@@ -18,9 +18,9 @@ class Member:
     password: str = PASSWORD
 
 
-def make_account(app, name: str = "Loja Teste") -> str:
+def make_account(app, name: str = "Loja Teste", country: str = "BR") -> str:
     with app.app_context():
-        account = accounts.create_account(name)
+        account = accounts.create_account(name, country)
         db.session.commit()
         return account.id
 

@@ -4,8 +4,22 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
+from flask.testing import FlaskClient
 
 from app.extensions import db
+
+# The language a test reads pages in unless it asks for another (the app's own default,
+# with no Accept-Language, is the account's: Portuguese for a Brazilian account).
+READER_LANGUAGE = "en"
+
+
+class ReaderClient(FlaskClient):
+    """The test client, as a browser whose reader asked for English (`READER_LANGUAGE`);
+    a request's own Accept-Language header still wins."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.environ_base.setdefault("HTTP_ACCEPT_LANGUAGE", READER_LANGUAGE)
 
 
 def login(client, member, account_id=None) -> str:

@@ -1,15 +1,47 @@
 """Forms of getting in: signing in, choosing the account to act in, issuing an API key."""
 
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, EmailField, HiddenField, PasswordField, StringField
+from wtforms import (
+    BooleanField,
+    EmailField,
+    HiddenField,
+    PasswordField,
+    SelectChoice,
+    SelectField,
+    StringField,
+)
 from wtforms.validators import DataRequired, Length, Optional
 
+from app.i18n import LANGUAGE_NAMES
 from app.services.api_keys import MAX_LABEL_LENGTH
 
 
 class LoginForm(FlaskForm):
-    email = EmailField("E-mail", validators=[DataRequired(), Length(max=254)])
-    password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
+    email = EmailField(
+        _l("E-mail"),
+        validators=[
+            DataRequired(message=_l("This field is required.")),
+            Length(max=254, message=_l("Field cannot be longer than %(max)d characters.")),
+        ],
+    )
+    password = PasswordField(
+        _l("Password"),
+        validators=[
+            DataRequired(message=_l("This field is required.")),
+            Length(max=1024, message=_l("Field cannot be longer than %(max)d characters.")),
+        ],
+    )
+
+
+class LanguageForm(FlaskForm):
+    """The top bar's language menu; `next` is the page to return to."""
+
+    locale = SelectField(
+        _l("Language"),
+        choices=[SelectChoice(locale, name) for locale, name in LANGUAGE_NAMES.items()],
+    )
+    next = HiddenField()
 
 
 class AccountSwitchForm(FlaskForm):
@@ -17,5 +49,14 @@ class AccountSwitchForm(FlaskForm):
 
 
 class ApiKeyIssueForm(FlaskForm):
-    label = StringField("Label", validators=[Optional(), Length(max=MAX_LABEL_LENGTH)])
-    test = BooleanField("Test mode (sandbox) key", default=True)
+    label = StringField(
+        _l("Label"),
+        validators=[
+            Optional(),
+            Length(
+                max=MAX_LABEL_LENGTH,
+                message=_l("Field cannot be longer than %(max)d characters."),
+            ),
+        ],
+    )
+    test = BooleanField(_l("Test mode (sandbox) key"), default=True)

@@ -3,6 +3,7 @@ decision, amount confirmation and recording of a case the channel reported."""
 
 import re
 
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import (
     BooleanField,
@@ -14,6 +15,7 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, Length, Optional, Regexp
 
+from app.dashboard.disputes import DISPUTE_TYPE_LABELS
 from app.dashboard.forms.fields import AmountField, OptionalAmountField
 from app.models import DisputeType
 from app.services.disputes.cases import (
@@ -26,10 +28,12 @@ from app.services.disputes.cases import (
 )
 
 MAX_DECISION_NOTE = 500  # the dispute case's decision_note column
+# WTForms' own message for a too-long field, through this app's catalogs.
+MAX_LENGTH_MESSAGE = _l("Field cannot be longer than %(max)d characters.")
 DECISION_LABELS = {
-    "rejected": "Rejected: lost, the held amount goes to the payer",
-    "refunded_to_merchant": "Closed in the merchant's favour: the held amount is returned",
-    "closed_without_refund": "Closed without refund: the held amount is not returned",
+    "rejected": _l("Rejected: lost, the held amount goes to the payer"),
+    "refunded_to_merchant": _l("Closed in the merchant's favour: the held amount is returned"),
+    "closed_without_refund": _l("Closed without refund: the held amount is not returned"),
 }
 
 
@@ -37,13 +41,13 @@ class AppealForm(FlaskForm):
     """The merchant contests an open dispute; the service checks the length again, trimmed."""
 
     reason = TextAreaField(
-        "Why you contest this dispute",
+        _l("Why you contest this dispute"),
         validators=[
-            DataRequired("Explain why you contest the dispute."),
+            DataRequired(_l("Explain why you contest the dispute.")),
             Length(
                 min=MIN_APPEAL,
                 max=MAX_APPEAL,
-                message=f"Write {MIN_APPEAL} to {MAX_APPEAL} characters.",
+                message=_l("Write %(min)d to %(max)d characters."),
             ),
         ],
     )
@@ -53,8 +57,8 @@ class AcceptDisputeForm(FlaskForm):
     """Accepting is final and loses the amount, so it takes a ticked box, not just a click."""
 
     understood = BooleanField(
-        "I understand that accepting is final and the disputed amount is lost",
-        validators=[DataRequired("Tick the box to confirm that you accept the loss.")],
+        _l("I understand that accepting is final and the disputed amount is lost"),
+        validators=[DataRequired(_l("Tick the box to confirm that you accept the loss."))],
     )
 
 
@@ -62,17 +66,20 @@ class DisputeDecisionForm(FlaskForm):
     """Staff apply the dispute channel's decision to an open or appealed case."""
 
     decision = SelectField(
-        "Decision",
+        _l("Decision"),
         choices=[SelectChoice(decision, DECISION_LABELS[decision]) for decision in DECISIONS],
     )
-    note = StringField("Note (optional)", validators=[Optional(), Length(max=MAX_DECISION_NOTE)])
+    note = StringField(
+        _l("Note (optional)"),
+        validators=[Optional(), Length(max=MAX_DECISION_NOTE, message=MAX_LENGTH_MESSAGE)],
+    )
 
 
 class ConfirmDisputeAmountForm(FlaskForm):
     """Staff confirm the disputed amount of a case whose reported amount differed from the
     charge's: it is held now, and the case can then be decided like any other."""
 
-    amount = AmountField("Amount to hold")
+    amount = AmountField(_l("Amount to hold"))
 
 
 class BackOfficeDisputeForm(FlaskForm):
@@ -80,31 +87,38 @@ class BackOfficeDisputeForm(FlaskForm):
     required, so sending the form again finds the case it opened instead of a second one."""
 
     charge_id = StringField(
-        "Charge id", validators=[DataRequired("Enter the charge id (ch_…)."), Length(max=64)]
+        _l("Charge id"),
+        validators=[
+            DataRequired(_l("Enter the charge id (ch_…).")),
+            Length(max=64, message=MAX_LENGTH_MESSAGE),
+        ],
     )
     external_id = StringField(
-        "Notification id",
+        _l("Notification id"),
         validators=[
-            DataRequired("Enter the id the dispute channel gave this notification."),
+            DataRequired(_l("Enter the id the dispute channel gave this notification.")),
             Regexp(
                 EXTERNAL_ID,
                 matcher=re.fullmatch,
-                message="Use 1 to 64 letters, digits, '_' or '-'.",
+                message=_l("Use 1 to 64 letters, digits, '_' or '-'."),
             ),
         ],
     )
     type = SelectField(
-        "Type",
-        choices=[SelectChoice(kind.value, kind.value) for kind in DisputeType],
+        _l("Type"),
+        choices=[SelectChoice(kind.value, DISPUTE_TYPE_LABELS[kind]) for kind in DisputeType],
         default=DisputeType.MED.value,
     )
-    amount = OptionalAmountField("Disputed amount")
+    amount = OptionalAmountField(_l("Disputed amount"))
     method = SelectField(
-        "MED method",
-        choices=[SelectChoice("", "Not reported")]
+        _l("MED method"),
+        choices=[SelectChoice("", _l("Not reported"))]
         + [SelectChoice(method, method) for method in MED_METHODS],
     )
-    reason = TextAreaField("Reason", validators=[Optional(), Length(max=MAX_REASON)])
+    reason = TextAreaField(
+        _l("Reason"),
+        validators=[Optional(), Length(max=MAX_REASON, message=MAX_LENGTH_MESSAGE)],
+    )
     response_deadline = DateTimeLocalField(
-        "Response deadline", format="%Y-%m-%dT%H:%M", validators=[Optional()]
+        _l("Response deadline"), format="%Y-%m-%dT%H:%M", validators=[Optional()]
     )

@@ -3,6 +3,8 @@ minor units (payments, payouts, disputes), and the longest Pix key (refunds, pay
 
 import re
 
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import StringField
 from wtforms.validators import StopValidation
@@ -18,13 +20,16 @@ NUMBER = re.compile(r"[0-9.,]*[0-9][0-9.,]*")  # ASCII digits only: `\d` takes a
 SPACED_NUMBER = re.compile(r"[0-9.,]+(?:\s+[0-9.,]+)+")  # "1 234,56"
 THOUSANDS = re.compile(r"[1-9][0-9]{0,2}(?:\.[0-9]{3})+")  # "1.234", "1.234.567"
 ASCII_DIGITS = "0123456789"
+# The words the messages name the amount's unit and its fraction with, translated when shown.
+REAIS, CENTAVOS = _l("reais"), _l("centavos")
+PAYMENT_CURRENCY, CENTS = _l("the payment's currency"), _l("cents")
 MINUS_SIGNS = "-\u2212\u2012\u2013"  # hyphen-minus, minus, figure dash, en dash
 
 
 def to_minor_units(
     text: str,
-    unit: str = "reais",
-    fraction: str = "centavos",
+    unit: str = REAIS,
+    fraction: str = CENTAVOS,
     symbol: str | None = REAIS_SYMBOL,
 ) -> int:
     """An amount in `unit` as a Brazilian types it → integer minor units; never a float.
@@ -40,70 +45,109 @@ def to_minor_units(
     """
     typed = text.strip()
     if len(typed) > MAX_REAIS_LENGTH:
-        raise ValueError(f"Enter a shorter amount: at most {MAX_REAIS_LENGTH} characters.")
+        raise ValueError(
+            _("Enter a shorter amount: at most %(length)s characters.", length=MAX_REAIS_LENGTH)
+        )
     if any(char.isdigit() and char not in ASCII_DIGITS for char in typed):
-        raise ValueError("Type the amount with the digits 0 to 9, like 12,34.")
+        raise ValueError(_("Type the amount with the digits 0 to 9, like 12,34."))
     if any(minus in typed for minus in MINUS_SIGNS):
-        raise ValueError(f"Enter an amount in {unit} without a minus sign, like 12,34.")
+        raise ValueError(
+            _("Enter an amount in %(unit)s without a minus sign, like 12,34.", unit=unit)
+        )
     sign, number = SIGN_THEN_NUMBER.fullmatch(typed).groups()
     if sign and number:
         if symbol is None:
-            raise ValueError(f"Leave out the currency sign: the amount is in {unit}, like 12,34.")
+            raise ValueError(
+                _("Leave out the currency sign: the amount is in %(unit)s, like 12,34.", unit=unit)
+            )
         if sign.upper() != symbol.upper():
             raise ValueError(
-                f"This amount is in {unit}: write {symbol} 12,34 or just 12,34, without {sign}."
+                _(
+                    "This amount is in %(unit)s: write %(symbol)s 12,34 or just 12,34, "
+                    "without %(sign)s.",
+                    unit=unit,
+                    symbol=symbol,
+                    sign=sign,
+                )
             )
     if not NUMBER.fullmatch(number):
         if SPACED_NUMBER.fullmatch(number):
-            raise ValueError("Leave out the spaces and separate thousands with dots: 1.234,56.")
-        raise ValueError(f"Enter an amount in {unit}, like 12,34.")
+            raise ValueError(_("Leave out the spaces and separate thousands with dots: 1.234,56."))
+        raise ValueError(_("Enter an amount in %(unit)s, like 12,34.", unit=unit))
     if number[0] in ".,":
-        raise ValueError("Write a zero first, like 0,50.")
+        raise ValueError(_("Write a zero first, like 0,50."))
     units, comma, decimals = number.partition(",")
     if "," in decimals or "." in decimals:
         raise ValueError(
-            f"Write amounts the Brazilian way, with dots between thousands and a comma before "
-            f"the {fraction}: 1.234,56, not 1,234.56."
+            _(
+                "Write amounts the Brazilian way, with dots between thousands and a comma before "
+                "the %(fraction)s: 1.234,56, not 1,234.56.",
+                fraction=fraction,
+            )
         )
     if comma and not decimals:
         raise ValueError(
-            f"Write the {fraction} after the comma, like 12,00, or leave the comma out."
+            _(
+                "Write the %(fraction)s after the comma, like 12,00, or leave the comma out.",
+                fraction=fraction,
+            )
         )
     if comma or units.count(".") > 1:  # every dot marks thousands
         if "." in units and not THOUSANDS.fullmatch(units):
             raise ValueError(
-                f"Separate thousands with a dot every three digits and the {fraction} with a "
-                f"comma, like 1.234.567,89."
+                _(
+                    "Separate thousands with a dot every three digits and the %(fraction)s "
+                    "with a comma, like 1.234.567,89.",
+                    fraction=fraction,
+                )
             )
     elif "." in units:  # one dot and no comma: a decimal point, unless it may be thousands
-        whole, _, after = units.partition(".")
+        whole, _point, after = units.partition(".")
         if THOUSANDS.fullmatch(units):  # one to three digits, the dot, exactly three digits
-            other = (
-                f", or {whole},{after[:2]} if it is a decimal point"
-                if after.endswith("0")
-                else f"; the {fraction} go after a comma, at most two, like {whole},{after[:2]}"
-            )
+            if after.endswith("0"):
+                raise ValueError(
+                    _(
+                        "Is %(number)s thousands, or is the dot a decimal point? Write "
+                        "%(number)s,00 if you mean thousands, or %(whole)s,%(decimals)s if it "
+                        "is a decimal point.",
+                        number=units,
+                        whole=whole,
+                        decimals=after[:2],
+                    )
+                )
             raise ValueError(
-                f"Is {units} thousands, or is the dot a decimal point? Write {units},00 if you "
-                f"mean thousands{other}."
+                _(
+                    "Is %(number)s thousands, or is the dot a decimal point? Write "
+                    "%(number)s,00 if you mean thousands; the %(fraction)s go after a comma, "
+                    "at most two, like %(whole)s,%(decimals)s.",
+                    number=units,
+                    fraction=fraction,
+                    whole=whole,
+                    decimals=after[:2],
+                )
             )
         if not after:
             raise ValueError(
-                f"Write the {fraction} after a comma, like 12,00, or leave the point out."
+                _(
+                    "Write the %(fraction)s after a comma, like 12,00, or leave the point out.",
+                    fraction=fraction,
+                )
             )
         units, decimals = whole, after
     if len(decimals) > 2:
-        raise ValueError(f"Use at most two decimal places ({fraction}), like 12,34.")
+        raise ValueError(
+            _("Use at most two decimal places (%(fraction)s), like 12,34.", fraction=fraction)
+        )
     minor = int(units.replace(".", "")) * 100 + int(decimals.ljust(2, "0"))
     if minor <= 0:
-        raise ValueError("Enter an amount greater than zero.")
+        raise ValueError(_("Enter an amount greater than zero."))
     return minor
 
 
 class ReaisField(StringField):
     """Typed as reais, held as integer centavos; the text typed is shown back on errors."""
 
-    UNIT, FRACTION, SYMBOL = "reais", "centavos", REAIS_SYMBOL
+    UNIT, FRACTION, SYMBOL = REAIS, CENTAVOS, REAIS_SYMBOL
     OPTIONAL = False  # True: left empty means "not given" (None), not an error
 
     def process_formdata(self, valuelist: list[str]) -> None:
@@ -113,7 +157,7 @@ class ReaisField(StringField):
 
     def pre_validate(self, form: FlaskForm) -> None:
         if self.data is None and not self.process_errors and not self.OPTIONAL:
-            raise StopValidation(f"Enter an amount in {self.UNIT}, like 12,34.")
+            raise StopValidation(_("Enter an amount in %(unit)s, like 12,34.", unit=self.UNIT))
 
     def _value(self) -> str:
         if self.raw_data:
@@ -126,7 +170,7 @@ class AmountField(ReaisField):
     field does not know that currency when it reads the text, so no sign is taken: "R$" on a
     euro payment would be read as euros."""
 
-    UNIT, FRACTION, SYMBOL = "the payment's currency", "cents", None
+    UNIT, FRACTION, SYMBOL = PAYMENT_CURRENCY, CENTS, None
 
 
 class OptionalAmountField(AmountField):

@@ -1,6 +1,7 @@
 """Forms of the payments pages: the test payment and test Pix charge on the list, and one
 payment's cancel, refund and cancel-a-refund buttons."""
 
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import (
     BooleanField,
@@ -27,6 +28,11 @@ from app.services.transactions.charges import MAX_DESCRIPTION
 from app.services.transactions.payments import DEFAULT_CURRENCY, MAX_CUSTOMER_NAME
 from app.services.transactions.refunds import MAX_REASON as MAX_REFUND_REASON
 
+# WTForms' own messages for these validators, as msgids of the dashboard's catalog.
+REQUIRED = _l("This field is required.")
+TOO_LONG = _l("Field cannot be longer than %(max)d characters.")
+LENGTH_BETWEEN = _l("Field must be between %(min)d and %(max)d characters long.")
+
 
 class TestChargeForm(FlaskForm):
     """A sandbox charge from the dashboard; the rules between fields are the service's.
@@ -37,30 +43,35 @@ class TestChargeForm(FlaskForm):
     names one field, while the names it posts stay those of the old charges page.
     """
 
-    amount = ReaisField("Amount (R$)", id="charge-amount")
+    amount = ReaisField(_l("Amount (R$)"), id="charge-amount")
     description = StringField(
-        "Description",
-        validators=[Optional(), Length(max=MAX_DESCRIPTION)],
+        _l("Description"),
+        validators=[Optional(), Length(max=MAX_DESCRIPTION, message=TOO_LONG)],
         id="charge-description",
     )
     expires_in = IntegerField(
-        "Expires in (seconds)", validators=[Optional()], id="charge-expires_in"
+        _l("Expires in (seconds)"), validators=[Optional()], id="charge-expires_in"
     )
     customer_name = StringField(
-        "Customer name", validators=[Optional(), Length(max=140)], id="charge-customer_name"
+        _l("Customer name"),
+        validators=[Optional(), Length(max=140, message=TOO_LONG)],
+        id="charge-customer_name",
     )
     customer_document = StringField(
-        "Customer CPF or CNPJ",
-        validators=[Optional(), Length(max=32)],
+        _l("Customer CPF or CNPJ"),
+        validators=[Optional(), Length(max=32, message=TOO_LONG)],
         id="charge-customer_document",
     )
     expected_payer_tax_id = StringField(
-        "Accept payment only from CPF or CNPJ",
-        validators=[Optional(), Length(max=32)],
+        _l("Accept payment only from CPF or CNPJ"),
+        validators=[Optional(), Length(max=32, message=TOO_LONG)],
         id="charge-expected_payer_tax_id",
     )
     idempotency_key = HiddenField(
-        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+        validators=[
+            DataRequired(REQUIRED),
+            Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH, message=LENGTH_BETWEEN),
+        ],
         id="charge-idempotency_key",
     )
 
@@ -72,25 +83,36 @@ class TestPaymentForm(FlaskForm):
     generated when the form is rendered, so a second click finds the first payment.
     """
 
-    amount = AmountField("Amount")
+    amount = AmountField(_l("Amount"))
     currency = StringField(
-        "Currency",
+        _l("Currency"),
         default=DEFAULT_CURRENCY,
-        validators=[DataRequired("Enter a currency code, like BRL."), Length(min=3, max=8)],
+        validators=[
+            DataRequired(_l("Enter a currency code, like BRL.")),
+            Length(min=3, max=8, message=LENGTH_BETWEEN),
+        ],
     )
     payment_methods = SelectMultipleField(
-        "Payment methods",
+        _l("Payment methods"),
         choices=[SelectChoice(method, label) for method, label in METHOD_LABELS.items()],
-        validators=[DataRequired("Choose at least one payment method.")],
+        validators=[DataRequired(_l("Choose at least one payment method."))],
     )
     customer_name = StringField(
-        "Customer name", validators=[Optional(), Length(max=MAX_CUSTOMER_NAME)]
+        _l("Customer name"),
+        validators=[Optional(), Length(max=MAX_CUSTOMER_NAME, message=TOO_LONG)],
     )
-    customer_email = EmailField("Customer e-mail", validators=[Optional(), Length(max=254)])
-    phone = StringField("Phone for MB WAY", validators=[Optional(), Length(max=32)])
+    customer_email = EmailField(
+        _l("Customer e-mail"), validators=[Optional(), Length(max=254, message=TOO_LONG)]
+    )
+    phone = StringField(
+        _l("Phone for MB WAY"), validators=[Optional(), Length(max=32, message=TOO_LONG)]
+    )
     idempotency_key = HiddenField(
-        "Idempotency key",
-        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+        _l("Idempotency key"),
+        validators=[
+            DataRequired(REQUIRED),
+            Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH, message=LENGTH_BETWEEN),
+        ],
     )
 
 
@@ -99,23 +121,31 @@ class RefundForm(FlaskForm):
     (strategy, destination key, who pays the Pix-out fee) are read for Pix payments only;
     every rule between them is the service's, shown beside the field it names."""
 
-    amount = OptionalAmountField("Amount to refund")
-    reason = StringField("Reason", validators=[Optional(), Length(max=MAX_REFUND_REASON)])
+    amount = OptionalAmountField(_l("Amount to refund"))
+    reason = StringField(
+        _l("Reason"), validators=[Optional(), Length(max=MAX_REFUND_REASON, message=TOO_LONG)]
+    )
     strategy = SelectField(
-        "Pix refund strategy",
+        _l("Pix refund strategy"),
         choices=[
-            SelectChoice(RefundStrategy.CASHOUT.value, "Cashout: a new Pix to a key"),
-            SelectChoice(RefundStrategy.DEVOLUTION.value, "Devolution: return the Pix received"),
+            SelectChoice(RefundStrategy.CASHOUT.value, _l("Cashout: a new Pix to a key")),
+            SelectChoice(
+                RefundStrategy.DEVOLUTION.value, _l("Devolution: return the Pix received")
+            ),
         ],
         default=RefundStrategy.CASHOUT.value,
     )
     destination_key = StringField(
-        "Destination Pix key", validators=[Optional(), Length(max=MAX_PIX_KEY_LENGTH)]
+        _l("Destination Pix key"),
+        validators=[Optional(), Length(max=MAX_PIX_KEY_LENGTH, message=TOO_LONG)],
     )
-    pass_fee_to_tenant = BooleanField("My wallet pays the Pix-out fee")
+    pass_fee_to_tenant = BooleanField(_l("My wallet pays the Pix-out fee"))
     idempotency_key = HiddenField(
-        "Idempotency key",
-        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+        _l("Idempotency key"),
+        validators=[
+            DataRequired(REQUIRED),
+            Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH, message=LENGTH_BETWEEN),
+        ],
     )
 
 
@@ -123,8 +153,11 @@ class CancelPaymentForm(FlaskForm):
     """The cancel button, with a key so a double click cancels once and answers twice."""
 
     idempotency_key = HiddenField(
-        "Idempotency key",
-        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+        _l("Idempotency key"),
+        validators=[
+            DataRequired(REQUIRED),
+            Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH, message=LENGTH_BETWEEN),
+        ],
     )
 
 

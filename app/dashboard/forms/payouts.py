@@ -1,6 +1,7 @@
 """Forms of payouts: the merchant's Pix payout request, and staff refusing a payout in the
 back-office."""
 
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import HiddenField, SelectChoice, SelectField, StringField
 from wtforms.validators import AnyOf, DataRequired, Length, Optional
@@ -14,10 +15,12 @@ MAX_REJECTION_REASON = 500  # the payout's failure_reason column
 PIX_KEY_TYPE_LABELS = {
     PixKeyType.CPF: "CPF",
     PixKeyType.CNPJ: "CNPJ",
-    PixKeyType.EMAIL: "E-mail",
-    PixKeyType.PHONE: "Phone (+55…)",
-    PixKeyType.EVP: "Random key (EVP)",
+    PixKeyType.EMAIL: _l("E-mail"),
+    PixKeyType.PHONE: _l("Phone (+55…)"),
+    PixKeyType.EVP: _l("Random key (EVP)"),
 }
+# WTForms' own wording, as msgids of the app's catalog.
+TOO_LONG = _l("Field cannot be longer than %(max)d characters.")
 
 
 class PixPayoutForm(FlaskForm):
@@ -28,22 +31,39 @@ class PixPayoutForm(FlaskForm):
     the form is rendered, so a second click finds the first payout instead of making another.
     """
 
-    amount = ReaisField("Amount (R$)")
+    amount = ReaisField(_l("Amount (R$)"))
     pix_key = StringField(
-        "Pix key",
-        validators=[DataRequired("Enter the Pix key to pay."), Length(max=MAX_PIX_KEY_LENGTH)],
+        _l("Pix key"),
+        validators=[
+            DataRequired(_l("Enter the Pix key to pay.")),
+            Length(max=MAX_PIX_KEY_LENGTH, message=TOO_LONG),
+        ],
     )
     pix_key_type = SelectField(
-        "Key type",
-        choices=[SelectChoice("", "Choose the key type")]
+        _l("Key type"),
+        choices=[SelectChoice("", _l("Choose the key type"))]
         + [SelectChoice(key_type.value, label) for key_type, label in PIX_KEY_TYPE_LABELS.items()],
-        validators=[DataRequired("Choose the key type.")],
+        validators=[DataRequired(_l("Choose the key type."))],
     )
-    description = StringField("Description", validators=[Optional(), Length(max=MAX_DESCRIPTION)])
-    mode = HiddenField("Mode", validators=[AnyOf(("test", "live"))])
+    description = StringField(
+        _l("Description"), validators=[Optional(), Length(max=MAX_DESCRIPTION, message=TOO_LONG)]
+    )
+    mode = HiddenField(
+        _l("Mode"),
+        validators=[
+            AnyOf(("test", "live"), message=_l("Invalid value, must be one of: %(values)s."))
+        ],
+    )
     idempotency_key = HiddenField(
-        "Idempotency key",
-        validators=[DataRequired(), Length(min=MIN_KEY_LENGTH, max=MAX_KEY_LENGTH)],
+        _l("Idempotency key"),
+        validators=[
+            DataRequired(_l("This field is required.")),
+            Length(
+                min=MIN_KEY_LENGTH,
+                max=MAX_KEY_LENGTH,
+                message=_l("Field must be between %(min)d and %(max)d characters long."),
+            ),
+        ],
     )
 
 
@@ -51,5 +71,6 @@ class PayoutRejectionForm(FlaskForm):
     """Staff refusing a payout; the reason is kept on the payout and shown to the merchant."""
 
     reason = StringField(
-        "Reason (optional)", validators=[Optional(), Length(max=MAX_REJECTION_REASON)]
+        _l("Reason (optional)"),
+        validators=[Optional(), Length(max=MAX_REJECTION_REASON, message=TOO_LONG)],
     )

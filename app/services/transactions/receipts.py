@@ -5,13 +5,20 @@ A receipt exists only for money that was received (`paid_at` set): a PAID or APP
 transaction, and one later refunded or disputed, whose receipt shows what happened since.
 It names the payer but never prints the payer's full document (masked as on bank receipts).
 The boleto prints it in full, as FEBRABAN's "Pagador" block does: it names whom the bank bills.
+
+Both are read away from any browser, so they are written in the account's language
+(`app.i18n.account_locale`): a Brazilian account's documents are in pt_BR, money included.
 """
 
 import sqlalchemy as sa
+from flask_babel import force_locale
+from flask_babel import gettext as _
 
 from app.errors import Conflict
 from app.extensions import db
+from app.formats.labels import TRANSACTION_STATUS_LABELS
 from app.formats.payments import METHOD_LABELS, transaction_id
+from app.i18n import account_locale
 from app.methods import boleto
 from app.models import Account, KeyMode, Refund, RefundStatus, Transaction
 from app.pdf import PdfDocument
@@ -31,58 +38,72 @@ def receipt(account_id: str, mode: KeyMode, payment_id: str) -> bytes:
             code="transaction_not_settled",
         )
     account = db.session.get(Account, payment.account_id)
-    document = PdfDocument(f"Receipt {transaction_id(payment)}")
-    document.heading("Payment receipt")
+    with force_locale(account_locale(account)):
+        return _receipt(account, payment)
+
+
+def _receipt(account: Account, payment: Transaction) -> bytes:
+    document = PdfDocument(_("Receipt %(id)s", id=transaction_id(payment)))
+    document.heading(_("Payment receipt"))
     document.text(account.name, bold=True)
     if payment.mode is KeyMode.TEST:
-        document.text("Test mode: no real money moved.")
+        document.text(_("Test mode: no real money moved."))
     document.rule()
-    document.field("Transaction", transaction_id(payment))
-    document.field("Amount", money(payment.amount, payment.currency))
-    document.field("Paid with", METHOD_LABELS.get(payment.paid_with, payment.paid_with or ""))
-    document.field("Paid at", local_datetime(payment.paid_at))
-    document.field("Status", str(payment.status))
+    document.field(_("Transaction"), transaction_id(payment))
+    document.field(_("Amount"), money(payment.amount, payment.currency))
+    method = METHOD_LABELS.get(payment.paid_with, payment.paid_with or "")
+    document.field(_("Paid with"), str(method))
+    document.field(_("Paid at"), local_datetime(payment.paid_at))
+    document.field(_("Status"), str(TRANSACTION_STATUS_LABELS[payment.status]))
     if payment.end_to_end_id:
-        document.field("Pix end-to-end id", payment.end_to_end_id)
+        document.field(_("Pix end-to-end id"), payment.end_to_end_id)
     if payment.customer_name:
-        document.field("Payer", payment.customer_name)
+        document.field(_("Payer"), payment.customer_name)
     if payment.customer_document:
-        document.field("Payer document", _masked(payment.customer_document))
+        document.field(_("Payer document"), _masked(payment.customer_document))
     if description := payment.metadata_.get("description"):
-        document.field("Description", str(description))
+        document.field(_("Description"), str(description))
     _refunds(document, payment)
     document.rule()
-    document.text(f"Issued by Acme Pay on behalf of {account.name}.", size=8)
+    document.text(_("Issued by Acme Pay on behalf of %(account)s.", account=account.name), size=8)
     return document.to_bytes()
 
 
 def boleto_slip(payment: Transaction) -> bytes:
     """The printable boleto: digitable line, barcode, amount, due date, beneficiary, payer."""
     account = db.session.get(Account, payment.account_id)
+    with force_locale(account_locale(account)):
+        return _boleto_slip(account, payment)
+
+
+def _boleto_slip(account: Account, payment: Transaction) -> bytes:
     document = PdfDocument(f"Boleto {payment.id}")
-    document.heading("Boleto bancário")
+    document.heading("Boleto bancário")  # the document's name in every language
     if payment.mode is KeyMode.TEST:
-        document.text("Sandbox boleto: valid check digits, but no bank will collect it.")
+        document.text(_("Sandbox boleto: valid check digits, but no bank will collect it."))
     document.rule()
-    document.field("Beneficiary", account.name)
-    document.field("Amount", money(payment.amount, payment.currency))
-    document.field("Due date", boleto.formatted_due_date(payment.boleto_expires_at))
-    document.field("Payer", _payer(payment))
-    document.field("Digitable line", boleto.formatted_line(payment.boleto_line))
+    document.field(_("Beneficiary"), account.name)
+    document.field(_("Amount"), money(payment.amount, payment.currency))
+    document.field(_("Due date"), boleto.formatted_due_date(payment.boleto_expires_at))
+    document.field(_("Payer"), _payer(payment))
+    document.field(_("Digitable line"), boleto.formatted_line(payment.boleto_line))
     document.space(16)
     document.barcode_itf(payment.boleto_barcode)
     document.space(16)
-    document.text(f"Reference {payment.id}", size=8)
+    document.text(_("Reference %(id)s", id=payment.id), size=8)
     return document.to_bytes()
 
 
 def _payer(payment: Transaction) -> str:
     """The "Pagador" block: the payer's name, then the formatted CPF or CNPJ it is billed to."""
-    name = payment.customer_name or "Name not provided"
+    name = payment.customer_name or _("Name not provided")
     tax_id = payment.customer_document
     if tax_id is None:
-        return f"{name}\nCPF/CNPJ not provided"
-    return f"{name}\n{documents.tax_id_kind(tax_id) or 'Document'} {documents.formatted(tax_id)}"
+        return "\n".join([name, _("CPF/CNPJ not provided")])
+    kind = documents.tax_id_kind(tax_id)  # CPF or CNPJ, the names Brazilian documents go by
+    if kind is None:
+        return "\n".join([name, _("Document %(number)s", number=documents.formatted(tax_id))])
+    return f"{name}\n{kind} {documents.formatted(tax_id)}"
 
 
 def _refunds(document: PdfDocument, payment: Transaction) -> None:
@@ -97,8 +118,12 @@ def _refunds(document: PdfDocument, payment: Transaction) -> None:
     )
     for refund in refunded:
         document.field(
-            "Refunded",
-            f"{money(refund.amount, refund.currency)} on {local_datetime(refund.completed_at)}",
+            _("Refunded"),
+            _(
+                "%(amount)s on %(time)s",
+                amount=money(refund.amount, refund.currency),
+                time=local_datetime(refund.completed_at),
+            ),
         )
 
 

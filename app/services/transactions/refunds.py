@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from app.errors import Conflict, InvalidRequest, NotFound, Unprocessable
 from app.extensions import MONEY_QUEUE, db
+from app.formats.labels import translatable
 from app.formats.money import DECIMAL_POINT, format_money
 from app.models import (
     DISPUTED_STATUSES,
@@ -74,8 +75,10 @@ def refundability(payment: Transaction) -> Refundability:
     if payment.status in DISPUTED_STATUSES:
         return Refundability(
             Conflict(
-                "This transaction is disputed and cannot be refunded: the disputed amount is "
-                "held until the case is decided, or was already returned to the payer.",
+                translatable(
+                    "This transaction is disputed and cannot be refunded: the disputed amount "
+                    "is held until the case is decided, or was already returned to the payer."
+                ),
                 code=CHARGE_DISPUTED,
             )
         )
@@ -99,7 +102,7 @@ def refundability(payment: Transaction) -> Refundability:
     if remaining <= 0:
         return Refundability(
             InvalidRequest(
-                "Refunds already cover the whole transaction.",
+                translatable("Refunds already cover the whole transaction."),
                 code=EXCEEDS_REFUNDABLE,
                 param="amount",
             )

@@ -2,9 +2,11 @@
 receiver, and e-mail to the account's OWNERs and ADMINs when a case opens and when it is
 resolved, retried by the `rq cron` sweep when the mail server fails."""
 
+import email
 import hashlib
 import hmac
 import json
+from email.policy import default as default_policy
 
 import pytest
 
@@ -30,7 +32,12 @@ def mailbox(app, monkeypatch):
 
 
 def _mails(folder) -> list[str]:
-    return sorted(m.read_text() for m in folder.glob("*.eml"))
+    """Each e-mail as its recipients, subject and body, decoded (Portuguese is not ASCII)."""
+    messages = (
+        email.message_from_bytes(m.read_bytes(), policy=default_policy)
+        for m in folder.glob("*.eml")
+    )
+    return sorted(f"{m['To']}\n{m['Subject']}\n\n{m.get_content()}" for m in messages)
 
 
 def _signed(header: str, body: bytes, secret: str) -> bool:
@@ -81,13 +88,15 @@ def test_owners_and_admins_are_emailed_when_a_case_opens_and_resolves(
     run_jobs(app, redis)
     (opened,) = _mails(mailbox)
     assert owner.email in opened and "member-" not in opened
-    assert f"dispute {case['id']} opened" in opened and "held from your wallet" in opened
+    # in the Brazilian account's language (`app.i18n.account_locale`), money included
+    assert f"Acme Pay: contestação {case['id']} aberta" in opened
+    assert "R$\u00a0" in opened and "fica retido na sua carteira" in opened
 
     d.decide(client, shop.api_key, case["id"], "rejected")
     run_jobs(app, redis)
     mails = _mails(mailbox)
     assert len(mails) == 2
-    assert any(f"dispute {case['id']} rejected" in m and "lost" in m for m in mails)
+    assert any(f"contestação {case['id']} rejeitada" in m and "(lost)" in m for m in mails)
     with app.app_context():
         assert dispute_jobs.sweep_dispute_notices() == 0  # nothing left to send
 

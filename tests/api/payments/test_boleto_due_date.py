@@ -81,7 +81,7 @@ def test_barcode_expiry_dashboard_and_pdf_name_one_due_date(
         assert "Digitable line" not in page and "can no longer pay" in page
 
     text = _pdf_text(client, payment)
-    assert re.search(rf"Due date\s*{re.escape(printed)}", text)
+    assert re.search(rf"Vencimento\s*{re.escape(printed)}", text)  # the account's pt_BR
     assert "00:00" not in text
 
 
@@ -98,7 +98,7 @@ def test_the_checkout_page_shows_the_same_due_date(app, redis, client, api_key, 
         ("52998224725", "CPF 529.982.247-25"),
         ("11.222.333/0001-81", "CNPJ 11.222.333/0001-81"),
         ("12ABC34501DE35", "CNPJ 12.ABC.345/01DE-35"),  # the alphanumeric CNPJ
-        (None, "CPF/CNPJ not provided"),
+        (None, "CPF/CNPJ não informado"),
     ],
 )
 def test_the_pdf_names_the_payer_and_their_document(app, redis, client, api_key, document, printed):
@@ -106,5 +106,5 @@ def test_the_pdf_names_the_payer_and_their_document(app, redis, client, api_key,
     payment = finalised(app, redis, client, api_key, paymentMethods=["BOLETO"], **body)
 
     text = _pdf_text(client, payment)
-    assert re.search(r"Payer\s*Ana Souza", text)
+    assert re.search(r"Pagador\s*Ana Souza", text)  # the account's pt_BR
     assert printed in text

@@ -858,13 +858,16 @@ def test_a_receipt_is_a_pdf_of_a_settled_payment(app, redis, client, api_key, ot
     pdf = base64.b64decode(receipt["base64"], validate=True)
     assert pdf.startswith(b"%PDF")
     text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
-    assert "R$ 250,00" in text and settled["id"] in text
+    # a Brazilian account's receipt is in Portuguese (`app.i18n.account_locale`)
+    assert "Comprovante de pagamento" in text and "Valor R$\u00a0250,00" in text
+    assert settled["id"] in text and "Status Pago" in text
     card = _method(app, redis, client, api_key, "CREDIT_CARD", customerDocument=charges.CPF)
     pay(client, api_key, card["id"])
     receipt = _api(client, api_key, "get", f"/{card['id']}/receipt").get_json()
     pdf = PdfReader(io.BytesIO(base64.b64decode(receipt["base64"])))
     text = "".join(page.extract_text() for page in pdf.pages)
-    assert "€ 250,00" in text and "APPROVED" in text and "Credit card" in text
+    assert "€\u00a0250,00" in text and "Status Aprovado" in text
+    assert "Pago com Cartão de crédito" in text
     assert charges.CPF not in text  # the payer's document is masked
     response = _api(client, other_key, "get", f"/{settled['id']}/receipt")
     assert_error(response, 404, "not_found_error", "not_found")

@@ -1,0 +1,79 @@
+"""What a person reads for a status code: the dashboard, PDFs and e-mails show these labels in
+the reader's language (`app.i18n`), while the API and exports keep the codes.
+
+Labels are lazy (`lazy_gettext`): each is translated when a page or document writes it, in
+the language of that page or document. English the API answers with and pages also show
+(event descriptions, refusal reasons) is marked with `translatable` where it is written, and
+translated by the page that shows it (`gettext(text)`).
+"""
+
+from flask_babel import lazy_gettext as _l
+
+from app.models import (
+    DeliveryStatus,
+    DisputeStatus,
+    EndpointStatus,
+    PayoutStatus,
+    RefundStatus,
+    Role,
+    TransactionStatus,
+)
+
+
+def translatable(text: str) -> str:
+    """Marks `text` for the translation catalogs (`make translations` extracts it) and returns
+    it unchanged: the API answers with the English, a page translates it where it shows it."""
+    return text
+
+
+TRANSACTION_STATUS_LABELS = {
+    TransactionStatus.PENDING: _l("Pending"),
+    TransactionStatus.WAITING_PAYMENT: _l("Waiting for payment"),
+    TransactionStatus.PROCESSING: _l("Processing"),
+    TransactionStatus.PAID: _l("Paid"),
+    TransactionStatus.APPROVED: _l("Approved"),
+    TransactionStatus.REFUSED: _l("Refused"),
+    TransactionStatus.CANCELLED: _l("Cancelled"),
+    TransactionStatus.EXPIRED: _l("Expired"),
+    TransactionStatus.REFUNDED: _l("Refunded"),
+    TransactionStatus.CHARGEBACK: _l("Chargeback"),
+    TransactionStatus.DISPUTE: _l("In dispute"),
+}
+REFUND_STATUS_LABELS = {
+    RefundStatus.PENDING: _l("Pending"),
+    RefundStatus.IN_PROGRESS: _l("In progress"),
+    RefundStatus.REFUNDED: _l("Refunded"),
+    RefundStatus.FAILED: _l("Failed"),
+}
+PAYOUT_STATUS_LABELS = {
+    PayoutStatus.PENDING: _l("Waiting for approval"),
+    PayoutStatus.APPROVED: _l("Approved"),
+    PayoutStatus.PROCESSING: _l("Processing"),
+    PayoutStatus.COMPLETED: _l("Completed"),
+    PayoutStatus.FAILED: _l("Failed"),
+    PayoutStatus.REJECTED: _l("Rejected"),
+    PayoutStatus.CANCELLED: _l("Cancelled"),
+}
+DISPUTE_STATUS_LABELS = {
+    DisputeStatus.OPEN: _l("Open"),
+    DisputeStatus.APPEALED: _l("Appealed"),
+    DisputeStatus.ACCEPTED: _l("Accepted"),
+    DisputeStatus.REJECTED: _l("Rejected"),
+    DisputeStatus.CLOSED: _l("Closed"),
+}
+ENDPOINT_STATUS_LABELS = {
+    EndpointStatus.ACTIVE: _l("Active"),
+    EndpointStatus.INACTIVE: _l("Inactive"),
+}
+DELIVERY_STATUS_LABELS = {
+    DeliveryStatus.PENDING: _l("Pending"),
+    DeliveryStatus.PROCESSING: _l("Sending"),
+    DeliveryStatus.DELIVERED: _l("Delivered"),
+    DeliveryStatus.FAILED: _l("Failed"),
+    DeliveryStatus.CANCELLED: _l("Cancelled"),
+}
+ROLE_LABELS = {
+    Role.OWNER: _l("Owner"),
+    Role.ADMIN: _l("Admin"),
+    Role.MEMBER: _l("Member"),
+}

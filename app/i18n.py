@@ -1,0 +1,62 @@
+"""Which language a person reads a page in, and the notation of its figures.
+
+Three locales: `pt_BR` (the default for accounts in Brazil), `pt_PT` (for accounts in
+Portugal) and `en`. On the dashboard a member's own choice wins; before they make one, the
+browser's `Accept-Language` decides, and a browser that asks for none of the three (or only
+for a Portuguese without a country) gets its account's locale. The hosted checkout follows
+the payer's browser the same way, never a member's choice. PDFs and e-mails are read away from
+any browser, so they follow the account (`account_locale`). The JSON API always speaks English
+(its error messages are written in English, whatever the caller's headers).
+
+Figures follow the locale through Babel (`formats.money.localized_money`, the `percent`
+filter); times are always written day first, 24-hour, in São Paulo time (`templating`).
+"""
+
+from flask import Flask, g, has_request_context, request
+from flask_babel import Babel, get_locale
+from flask_login import current_user
+
+from app.extensions import db
+from app.models import Account
+
+LOCALES = ("pt_BR", "pt_PT", "en")
+DEFAULT_LOCALE = "pt_BR"
+# Each name in its own language, as a language menu shows it.
+LANGUAGE_NAMES = {"pt_BR": "Português (Brasil)", "pt_PT": "Português (Portugal)", "en": "English"}
+COUNTRY_LOCALES = {"BR": "pt_BR", "PT": "pt_PT"}
+HTML_LANG = {"pt_BR": "pt-BR", "pt_PT": "pt-PT", "en": "en"}
+
+babel = Babel()
+
+
+def account_locale(account: Account | None) -> str:
+    """The language an account's documents are written in: its country's."""
+    if account is None:
+        return DEFAULT_LOCALE
+    return COUNTRY_LOCALES.get(account.country, DEFAULT_LOCALE)
+
+
+def select_locale() -> str:
+    """Flask-Babel's choice for the request being served (see the module docstring)."""
+    if not has_request_context():
+        return DEFAULT_LOCALE  # a job: it names its account's locale with `force_locale`
+    if request.blueprint != "checkout":
+        chosen = getattr(current_user, "locale", None)
+        if chosen in LOCALES:
+            return chosen
+    account_id = g.get("account_id")
+    preferred = account_locale(db.session.get(Account, account_id) if account_id else None)
+    # The account's own locale first: a browser asking for a bare "pt" gets its country's.
+    candidates = [preferred, *(locale for locale in LOCALES if locale != preferred)]
+    return request.accept_languages.best_match(candidates) or preferred
+
+
+def register_i18n(app: Flask) -> None:
+    app.config.setdefault("BABEL_DEFAULT_LOCALE", DEFAULT_LOCALE)
+    app.config.setdefault("BABEL_DEFAULT_TIMEZONE", "America/Sao_Paulo")
+    babel.init_app(app, locale_selector=select_locale)
+
+    @app.context_processor
+    def page_language():
+        """`<html lang>`: screen readers and the browser's own controls follow it."""
+        return {"html_lang": HTML_LANG[str(get_locale())]}
