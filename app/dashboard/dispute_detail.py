@@ -28,7 +28,7 @@ from flask_login import current_user
 
 from app.dashboard import bp
 from app.dashboard.actions import act_then_return
-from app.dashboard.disputes import DISPUTE_TYPE_LABELS, case_charge_id
+from app.dashboard.disputes import case_charge_id
 from app.dashboard.forms.disputes import AcceptDisputeForm, AppealForm
 from app.dashboard.params import MODES, mode_arg
 from app.dashboard.session import current_membership, member_required
@@ -40,7 +40,7 @@ from app.formats.disputes import (
     evidence_fields,
     upload_ticket_fields,
 )
-from app.formats.labels import DISPUTE_STATUS_LABELS
+from app.formats.labels import DISPUTE_STATUS_LABELS, DISPUTE_TYPE_LABELS
 from app.models import (
     DisputeCase,
     DisputeEvidence,

@@ -14,7 +14,6 @@ from itertools import starmap
 from flask import g, render_template, request
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
-from flask_babel import lazy_gettext as _l
 from flask_babel import ngettext
 
 from app.dashboard import bp
@@ -32,7 +31,7 @@ from app.dashboard.params import (
 )
 from app.dashboard.session import member_required
 from app.formats.charges import CHARGE_ID_PREFIX
-from app.formats.labels import DISPUTE_STATUS_LABELS
+from app.formats.labels import DISPUTE_STATUS_LABELS, DISPUTE_TYPE_LABELS
 from app.models import DisputeCase, DisputeStatus, DisputeType
 from app.models.base import utcnow
 from app.services.disputes import listing
@@ -57,13 +56,6 @@ CSV_COLUMNS = (
     "money_outcome",
     "closed_at",
 )
-# What a person reads for a case's type; the API, the CSV and the filters keep the codes.
-DISPUTE_TYPE_LABELS = {
-    DisputeType.MED: _l("MED"),
-    DisputeType.CHARGEBACK: _l("Chargeback"),
-    DisputeType.DISPUTE: _l("Dispute"),
-    DisputeType.FRAUD: _l("Fraud"),
-}
 # The existing badge colours: waiting on someone is amber, a loss red, the rest neutral.
 STATUS_BADGES = {
     DisputeStatus.OPEN: "status-pending",

@@ -12,6 +12,7 @@ from flask_babel import lazy_gettext as _l
 from app.models import (
     DeliveryStatus,
     DisputeStatus,
+    DisputeType,
     EndpointStatus,
     PayoutStatus,
     RefundStatus,
@@ -60,6 +61,13 @@ DISPUTE_STATUS_LABELS = {
     DisputeStatus.ACCEPTED: _l("Accepted"),
     DisputeStatus.REJECTED: _l("Rejected"),
     DisputeStatus.CLOSED: _l("Closed"),
+}
+# A case's type; the API, the CSV and the filters keep the codes.
+DISPUTE_TYPE_LABELS = {
+    DisputeType.MED: _l("MED"),
+    DisputeType.CHARGEBACK: _l("Chargeback"),
+    DisputeType.DISPUTE: _l("Dispute"),
+    DisputeType.FRAUD: _l("Fraud"),
 }
 ENDPOINT_STATUS_LABELS = {
     EndpointStatus.ACTIVE: _l("Active"),

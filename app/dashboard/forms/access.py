@@ -13,6 +13,7 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, Length, Optional
 
+from app.dashboard.forms.fields import REQUIRED, TOO_LONG
 from app.i18n import LANGUAGE_NAMES
 from app.services.api_keys import MAX_LABEL_LENGTH
 
@@ -21,15 +22,15 @@ class LoginForm(FlaskForm):
     email = EmailField(
         _l("E-mail"),
         validators=[
-            DataRequired(message=_l("This field is required.")),
-            Length(max=254, message=_l("Field cannot be longer than %(max)d characters.")),
+            DataRequired(message=REQUIRED),
+            Length(max=254, message=TOO_LONG),
         ],
     )
     password = PasswordField(
         _l("Password"),
         validators=[
-            DataRequired(message=_l("This field is required.")),
-            Length(max=1024, message=_l("Field cannot be longer than %(max)d characters.")),
+            DataRequired(message=REQUIRED),
+            Length(max=1024, message=TOO_LONG),
         ],
     )
 
@@ -55,7 +56,7 @@ class ApiKeyIssueForm(FlaskForm):
             Optional(),
             Length(
                 max=MAX_LABEL_LENGTH,
-                message=_l("Field cannot be longer than %(max)d characters."),
+                message=TOO_LONG,
             ),
         ],
     )

@@ -15,8 +15,8 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, Length, Optional, Regexp
 
-from app.dashboard.disputes import DISPUTE_TYPE_LABELS
-from app.dashboard.forms.fields import AmountField, OptionalAmountField
+from app.dashboard.forms.fields import TOO_LONG, AmountField, OptionalAmountField
+from app.formats.labels import DISPUTE_TYPE_LABELS
 from app.models import DisputeType
 from app.services.disputes.cases import (
     DECISIONS,
@@ -29,7 +29,6 @@ from app.services.disputes.cases import (
 
 MAX_DECISION_NOTE = 500  # the dispute case's decision_note column
 # WTForms' own message for a too-long field, through this app's catalogs.
-MAX_LENGTH_MESSAGE = _l("Field cannot be longer than %(max)d characters.")
 DECISION_LABELS = {
     "rejected": _l("Rejected: lost, the held amount goes to the payer"),
     "refunded_to_merchant": _l("Closed in the merchant's favour: the held amount is returned"),
@@ -71,7 +70,7 @@ class DisputeDecisionForm(FlaskForm):
     )
     note = StringField(
         _l("Note (optional)"),
-        validators=[Optional(), Length(max=MAX_DECISION_NOTE, message=MAX_LENGTH_MESSAGE)],
+        validators=[Optional(), Length(max=MAX_DECISION_NOTE, message=TOO_LONG)],
     )
 
 
@@ -90,7 +89,7 @@ class BackOfficeDisputeForm(FlaskForm):
         _l("Charge id"),
         validators=[
             DataRequired(_l("Enter the charge id (ch_…).")),
-            Length(max=64, message=MAX_LENGTH_MESSAGE),
+            Length(max=64, message=TOO_LONG),
         ],
     )
     external_id = StringField(
@@ -117,7 +116,7 @@ class BackOfficeDisputeForm(FlaskForm):
     )
     reason = TextAreaField(
         _l("Reason"),
-        validators=[Optional(), Length(max=MAX_REASON, message=MAX_LENGTH_MESSAGE)],
+        validators=[Optional(), Length(max=MAX_REASON, message=TOO_LONG)],
     )
     response_deadline = DateTimeLocalField(
         _l("Response deadline"), format="%Y-%m-%dT%H:%M", validators=[Optional()]

@@ -1,5 +1,6 @@
 """Form fields the forms of several domains share: an amount typed as text and held as integer
-minor units (payments, payouts, disputes), and the longest Pix key (refunds, payouts)."""
+minor units (payments, payouts, disputes), the longest Pix key (refunds, payouts), and
+WTForms' own refusals as msgids of the app's catalog (so they are translated with the rest)."""
 
 import re
 
@@ -24,6 +25,11 @@ ASCII_DIGITS = "0123456789"
 REAIS, CENTAVOS = _l("reais"), _l("centavos")
 PAYMENT_CURRENCY, CENTS = _l("the payment's currency"), _l("cents")
 MINUS_SIGNS = "-\u2212\u2012\u2013"  # hyphen-minus, minus, figure dash, en dash
+# WTForms' wording, for the validators' `message`.
+REQUIRED = _l("This field is required.")
+TOO_LONG = _l("Field cannot be longer than %(max)d characters.")
+LENGTH_BETWEEN = _l("Field must be between %(min)d and %(max)d characters long.")
+NOT_ONE_OF = _l("Invalid value, must be one of: %(values)s.")
 
 
 def to_minor_units(

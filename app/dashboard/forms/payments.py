@@ -16,7 +16,10 @@ from wtforms import (
 from wtforms.validators import DataRequired, Length, Optional
 
 from app.dashboard.forms.fields import (
+    LENGTH_BETWEEN,
     MAX_PIX_KEY_LENGTH,
+    REQUIRED,
+    TOO_LONG,
     AmountField,
     OptionalAmountField,
     ReaisField,
@@ -29,9 +32,6 @@ from app.services.transactions.payments import DEFAULT_CURRENCY, MAX_CUSTOMER_NA
 from app.services.transactions.refunds import MAX_REASON as MAX_REFUND_REASON
 
 # WTForms' own messages for these validators, as msgids of the dashboard's catalog.
-REQUIRED = _l("This field is required.")
-TOO_LONG = _l("Field cannot be longer than %(max)d characters.")
-LENGTH_BETWEEN = _l("Field must be between %(min)d and %(max)d characters long.")
 
 
 class TestChargeForm(FlaskForm):

@@ -6,7 +6,14 @@ from flask_wtf import FlaskForm
 from wtforms import HiddenField, SelectChoice, SelectField, StringField
 from wtforms.validators import AnyOf, DataRequired, Length, Optional
 
-from app.dashboard.forms.fields import MAX_PIX_KEY_LENGTH, ReaisField
+from app.dashboard.forms.fields import (
+    LENGTH_BETWEEN,
+    MAX_PIX_KEY_LENGTH,
+    NOT_ONE_OF,
+    REQUIRED,
+    TOO_LONG,
+    ReaisField,
+)
 from app.pix.keys import PixKeyType
 from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
 from app.services.payouts.requesting import MAX_DESCRIPTION
@@ -19,8 +26,6 @@ PIX_KEY_TYPE_LABELS = {
     PixKeyType.PHONE: _l("Phone (+55…)"),
     PixKeyType.EVP: _l("Random key (EVP)"),
 }
-# WTForms' own wording, as msgids of the app's catalog.
-TOO_LONG = _l("Field cannot be longer than %(max)d characters.")
 
 
 class PixPayoutForm(FlaskForm):
@@ -50,18 +55,16 @@ class PixPayoutForm(FlaskForm):
     )
     mode = HiddenField(
         _l("Mode"),
-        validators=[
-            AnyOf(("test", "live"), message=_l("Invalid value, must be one of: %(values)s."))
-        ],
+        validators=[AnyOf(("test", "live"), message=NOT_ONE_OF)],
     )
     idempotency_key = HiddenField(
         _l("Idempotency key"),
         validators=[
-            DataRequired(_l("This field is required.")),
+            DataRequired(REQUIRED),
             Length(
                 min=MIN_KEY_LENGTH,
                 max=MAX_KEY_LENGTH,
-                message=_l("Field must be between %(min)d and %(max)d characters long."),
+                message=LENGTH_BETWEEN,
             ),
         ],
     )

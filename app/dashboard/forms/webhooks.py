@@ -13,6 +13,7 @@ from wtforms import (
 )
 from wtforms.validators import AnyOf, DataRequired
 
+from app.dashboard.forms.fields import NOT_ONE_OF
 from app.formats import event_catalog
 from app.formats.labels import ENDPOINT_STATUS_LABELS
 from app.models import EndpointStatus
@@ -64,9 +65,7 @@ class WebhookStatusForm(FlaskForm):
 
     status = HiddenField(
         _l("Status"),
-        validators=[
-            AnyOf(ENDPOINT_STATUSES, message=_l("Invalid value, must be one of: %(values)s."))
-        ],
+        validators=[AnyOf(ENDPOINT_STATUSES, message=NOT_ONE_OF)],
     )
 
 
