@@ -95,7 +95,10 @@ def test_run_command_serves_web_worker_and_cron_on_embedded_defaults(stack, tmp_
         timeout=5,
     ).json()["data"]
     assert test_key[:12] in {k["prefix"] for k in keys}
-    assert "Sign in" in requests.get(f"{stack['base']}/dashboard/login", timeout=5).text
+    login_page = f"{stack['base']}/dashboard/login"
+    assert "Entrar" in requests.get(login_page, timeout=5).text  # no language asked: pt_BR
+    english = requests.get(login_page, headers={"Accept-Language": "en"}, timeout=5)
+    assert "Sign in" in english.text
 
     _charge_is_created_checked_out_and_paid(stack["base"], test_key)
     _the_printed_receiver_prints_deliveries(stack, test_key)
@@ -208,7 +211,7 @@ def _charge_is_created_checked_out_and_paid(base: str, test_key: str) -> None:
         assert charge["status"] == "pending", charge
         assert charge["checkout_url"].startswith(base)
         page = requests.get(charge["checkout_url"], timeout=10)
-        assert page.status_code == 200 and "R$ 25,90" in page.text
+        assert page.status_code == 200 and "R$\u00a025,90" in page.text
         assert requests.get(charge["pix"]["qr_code_url"], timeout=10).status_code == 200
         paid = requests.post(
             f"{base}/v1/sandbox/charges/{charge['id']}/pay", json={}, headers=headers, timeout=10
