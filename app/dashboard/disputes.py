@@ -113,7 +113,7 @@ def time_left(deadline: datetime | None) -> str:
     in the reader's language (`overdue` tells whether it has passed)."""
     if deadline is None:
         return ""
-    minutes = int((deadline - utcnow()).total_seconds() // 60)
+    minutes = _minutes_left(deadline)
     if minutes < 0:
         return _("overdue")
     days, rest = divmod(minutes, 24 * 60)
@@ -132,7 +132,11 @@ def time_left(deadline: datetime | None) -> str:
 @bp.app_template_test()
 def overdue(deadline: datetime | None) -> bool:
     """Whether a response deadline has passed (by a whole minute, as `time_left` says)."""
-    return deadline is not None and int((deadline - utcnow()).total_seconds() // 60) < 0
+    return deadline is not None and _minutes_left(deadline) < 0
+
+
+def _minutes_left(deadline: datetime) -> int:
+    return int((deadline - utcnow()).total_seconds() // 60)
 
 
 @bp.app_template_filter()
