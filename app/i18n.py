@@ -9,13 +9,20 @@ any browser, so they follow the account (`account_locale`). The JSON API always 
 (its error messages are written in English, whatever the caller's headers).
 
 Figures follow the locale through Babel (`formats.money.localized_money`, the `percent`
-filter); times are always written day first, 24-hour, in São Paulo time (`templating`).
+filter). Times are written day first, 24-hour, in the account's own time: São Paulo for an
+account in Brazil, Lisbon for one in Portugal (`select_timezone`, read by `templating` and by
+the dashboard's day filters through Flask-Babel's `get_timezone`).
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from zoneinfo import ZoneInfo
+
 from flask import Flask, g, has_request_context, request
-from flask_babel import Babel, get_locale
+from flask_babel import Babel, force_locale, get_locale, refresh
 from flask_login import current_user
 
+from app.business_days import SAO_PAULO
 from app.extensions import db
 from app.models import Account
 
@@ -25,6 +32,7 @@ DEFAULT_LOCALE = "pt_BR"
 LANGUAGE_NAMES = {"pt_BR": "Português (Brasil)", "pt_PT": "Português (Portugal)", "en": "English"}
 COUNTRY_LOCALES = {"BR": "pt_BR", "PT": "pt_PT"}
 HTML_LANG = {"pt_BR": "pt-BR", "pt_PT": "pt-PT", "en": "en"}
+COUNTRY_ZONES = {"BR": SAO_PAULO, "PT": ZoneInfo("Europe/Lisbon")}
 
 babel = Babel()
 
@@ -34,6 +42,28 @@ def account_locale(account: Account | None) -> str:
     if account is None:
         return DEFAULT_LOCALE
     return COUNTRY_LOCALES.get(account.country, DEFAULT_LOCALE)
+
+
+def account_zone(account: Account | None) -> ZoneInfo:
+    """The time an account's people live in: its country's (São Paulo when unknown)."""
+    if account is None:
+        return SAO_PAULO
+    return COUNTRY_ZONES.get(account.country, SAO_PAULO)
+
+
+@contextmanager
+def written_for(account: Account | None) -> Iterator[None]:
+    """Write a document (PDF, e-mail) in the account's language and time, away from any
+    browser: what `force_locale` does for the language, for both."""
+    previous = g.get("written_zone")
+    g.written_zone = account_zone(account)
+    refresh()  # Flask-Babel keeps the request's zone until told
+    try:
+        with force_locale(account_locale(account)):
+            yield
+    finally:
+        g.written_zone = previous
+        refresh()
 
 
 def select_locale() -> str:
@@ -51,10 +81,20 @@ def select_locale() -> str:
     return request.accept_languages.best_match(candidates) or preferred
 
 
+def select_timezone() -> ZoneInfo:
+    """Flask-Babel's zone for what is being written: a document's account's (`written_for`),
+    else the request's account's (the member's on the dashboard, the charge's on the checkout).
+    """
+    if written := g.get("written_zone"):
+        return written
+    account_id = g.get("account_id") if has_request_context() else None
+    return account_zone(db.session.get(Account, account_id) if account_id else None)
+
+
 def register_i18n(app: Flask) -> None:
     app.config.setdefault("BABEL_DEFAULT_LOCALE", DEFAULT_LOCALE)
-    app.config.setdefault("BABEL_DEFAULT_TIMEZONE", "America/Sao_Paulo")
-    babel.init_app(app, locale_selector=select_locale)
+    app.config.setdefault("BABEL_DEFAULT_TIMEZONE", SAO_PAULO.key)
+    babel.init_app(app, locale_selector=select_locale, timezone_selector=select_timezone)
 
     @app.context_processor
     def page_language():

@@ -1,13 +1,12 @@
-"""Jinja filters and globals for every page: São Paulo time with the zone named, a boleto's
+"""Jinja filters and globals for every page: the account's time with the zone named, a boleto's
 due date as a day, money from integer minor units and percentages in the page's locale
 (`app.i18n`), and a CPF or CNPJ punctuated as it is printed."""
 
 import re
 from datetime import date, datetime
-from zoneinfo import ZoneInfo
 
 from flask import Flask
-from flask_babel import get_locale
+from flask_babel import get_locale, get_timezone
 from markupsafe import Markup
 
 from app.errors import current_request_id
@@ -16,20 +15,20 @@ from app.formats.numbers import format_percent
 from app.methods import boleto
 from app.pix import documents
 
-DISPLAY_TIMEZONE = ZoneInfo("America/Sao_Paulo")
 ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 SHORT_ID_LENGTH = 8
 MAX_ID_PREFIX_LENGTH = 4  # ch_, tx_, med_
-ZONE_NAMED = "(America/Sao_Paulo)"
 # Where an address may wrap: after `//`, and before `/ . ? # & =` unless just after `/` or `:`.
 URL_BREAK = re.compile(r"(?<=//)(?=[^/])|(?<=[^/:])(?=[/.?#&=])")
 
 
 def local_datetime(value: datetime | None) -> str:
-    """21/11/2026 20:59 (America/Sao_Paulo): merchants read times in Brasília time."""
+    """21/11/2026 20:59 (America/Sao_Paulo): people read times in their account's zone
+    (`i18n.select_timezone`: Brasília time in Brazil, Lisbon's in Portugal), named."""
     if value is None:
         return ""
-    return value.astimezone(DISPLAY_TIMEZONE).strftime(f"%d/%m/%Y %H:%M {ZONE_NAMED}")
+    zone = get_timezone()
+    return value.astimezone(zone).strftime(f"%d/%m/%Y %H:%M ({zone.key})")
 
 
 def local_time_element(value: datetime | None) -> Markup:
@@ -37,9 +36,10 @@ def local_time_element(value: datetime | None) -> Markup:
     kept on one line (a narrow column wraps before it, never inside it)."""
     if value is None:
         return Markup("")
-    local = value.astimezone(DISPLAY_TIMEZONE)
-    return Markup('<time datetime="{}">{} <span class="zone">{}</span></time>').format(
-        local.isoformat(timespec="seconds"), local.strftime("%d/%m/%Y %H:%M"), ZONE_NAMED
+    zone = get_timezone()
+    local = value.astimezone(zone)
+    return Markup('<time datetime="{}">{} <span class="zone">({})</span></time>').format(
+        local.isoformat(timespec="seconds"), local.strftime("%d/%m/%Y %H:%M"), zone.key
     )
 
 
@@ -73,6 +73,11 @@ def short_id(record_id: str) -> str:
     return record_id[:SHORT_ID_LENGTH]
 
 
+def zone_name() -> str:
+    """The zone times and day filters are in (`America/Sao_Paulo`), for hints beside them."""
+    return get_timezone().key
+
+
 def breakable_url(url: str) -> Markup:
     """The address with a line-break opportunity (`<wbr>`) between its parts, so a narrow
     cell wraps it at a slash or a dot instead of every few characters."""
@@ -88,6 +93,8 @@ def register_templating(app: Flask) -> None:
     app.add_template_filter(breakable_url)
     app.add_template_filter(short_id)
     app.add_template_filter(day_first)
+
+    app.add_template_global(zone_name)
 
     @app.context_processor
     def request_context():

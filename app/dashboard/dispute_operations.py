@@ -14,6 +14,7 @@ from datetime import UTC
 
 from flask import flash, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import get_timezone
 from flask_babel import gettext as _
 from flask_login import current_user
 
@@ -39,7 +40,7 @@ from app.services import dispute_review
 from app.services.disputes import cases
 from app.services.disputes.cases import DisputeNotice
 from app.services.disputes.evidence import view_url
-from app.templating import DISPLAY_TIMEZONE, money
+from app.templating import money
 
 BACK_OFFICE_SOURCE = "back_office"
 # The service names the notice's fields; the form names them the same way.
@@ -134,7 +135,6 @@ def _desk_page(
         decision_form=DisputeDecisionForm(formdata=None),
         confirm_form=ConfirmDisputeAmountForm(formdata=None),
         open_form=open_form or BackOfficeDisputeForm(formdata=None),
-        sao_paulo=DISPLAY_TIMEZONE.key,
         status_labels=DISPUTE_STATUS_LABELS,
         type_labels=DISPUTE_TYPE_LABELS,
         uploader_labels=UPLOADER_LABELS,
@@ -160,7 +160,7 @@ def _notice(form: BackOfficeDisputeForm) -> DisputeNotice:
         amount=form.amount.data,
         method=form.method.data or None,
         reason=(form.reason.data or "").strip() or None,
-        response_deadline=deadline.replace(tzinfo=DISPLAY_TIMEZONE).astimezone(UTC)
+        response_deadline=deadline.replace(tzinfo=get_timezone()).astimezone(UTC)
         if deadline
         else None,
     )

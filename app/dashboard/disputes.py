@@ -36,7 +36,6 @@ from app.models import DisputeCase, DisputeStatus, DisputeType
 from app.models.base import utcnow
 from app.services.disputes import listing
 from app.services.disputes.listing import CaseQuery
-from app.templating import DISPLAY_TIMEZONE
 
 STATUSES = tuple(status.value for status in DisputeStatus)
 TYPES = tuple(kind.value for kind in DisputeType)
@@ -69,7 +68,7 @@ STATUS_BADGES = {
 @dataclass(frozen=True)
 class DisputeFilters(QueryFilters):
     """The list's query string: every link (mode, next page, the CSV export) keeps the others.
-    `created_from` and `created_to` are São Paulo calendar days, both inclusive."""
+    `created_from` and `created_to` are calendar days in the account's zone, both inclusive."""
 
     mode: str = "test"
     status: str | None = None
@@ -164,7 +163,6 @@ def disputes_page() -> ResponseReturnValue:
         type_labels=DISPUTE_TYPE_LABELS,
         charge_id=case_charge_id,
         csv_args=filters.args(starting_after=None),  # the export is every page
-        sao_paulo=DISPLAY_TIMEZONE.key,
     )
     return html, 400 if days.problems else 200
 

@@ -6,8 +6,8 @@ holds no lock.
 Views give typed cells (text, `datetime`, `Money`, numbers) and the chosen `Sheet` writes
 them: the plain CSV for programs (commas, amounts in minor units, times in UTC) or the
 "Planilha (Excel Brasil)" a Brazilian finance team opens in Excel as it is (semicolons, reais
-with a decimal comma, São Paulo time, UTF-8 with a BOM so Excel reads the accents). Free text
-is guarded against spreadsheet formulas in both.
+with a decimal comma, the account's time (São Paulo's or Lisbon's), UTF-8 with a BOM so Excel
+reads the accents). Free text is guarded against spreadsheet formulas in both.
 """
 
 import csv
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from flask import Response, request, stream_with_context
+from flask_babel import get_timezone
 
 from app.formats.money import DECIMAL_COMMA, format_money
-from app.templating import DISPLAY_TIMEZONE
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs these as formulas
 EXPORT_CHUNK = 500  # rows a service reads per round trip while a CSV streams
@@ -53,9 +53,10 @@ def utc_text(moment: datetime | None) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def sao_paulo_text(moment: datetime) -> str:
-    """`21/11/2026 12:04:05`: São Paulo time as Brazilian Excel reads a date and time."""
-    return moment.astimezone(DISPLAY_TIMEZONE).strftime("%d/%m/%Y %H:%M:%S")
+def local_text(moment: datetime) -> str:
+    """`21/11/2026 12:04:05`: the account's time (`i18n.select_timezone`) as Brazilian Excel
+    reads a date and time."""
+    return moment.astimezone(get_timezone()).strftime("%d/%m/%Y %H:%M:%S")
 
 
 PLAIN = Sheet(
@@ -68,7 +69,7 @@ EXCEL_BRAZIL = Sheet(
     name="planilha",
     delimiter=";",
     money=lambda cell: format_money(cell.amount, None, DECIMAL_COMMA),
-    moment=sao_paulo_text,
+    moment=local_text,
     prefix=BYTE_ORDER_MARK,
     suffix="-planilha",
 )

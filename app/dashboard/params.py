@@ -1,5 +1,6 @@
 """The dashboard's query strings, read in one place: the mode, page numbers and sizes, choices
-from a list, and São Paulo calendar days with the UTC instants they span.
+from a list, and calendar days in the account's zone (`i18n.select_timezone`) with the UTC
+instants they span.
 
 Filters live in the query string so a reload, a bookmark or a shared link shows the same list;
 each list's filters are a frozen dataclass with `QueryFilters.args()` to build its links. A
@@ -13,6 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import ClassVar
 
 from flask import g, request
+from flask_babel import get_timezone
 from flask_babel import lazy_gettext as _l
 
 from app.errors import InvalidRequest
@@ -20,7 +22,7 @@ from app.models import KeyMode
 from app.models.base import MAX_PAGE_OR_OFFSET
 from app.services import search
 from app.services.transactions.payment_listing import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT
-from app.templating import DISPLAY_TIMEZONE, ISO_DAY
+from app.templating import ISO_DAY
 
 MODES = {"test": KeyMode.TEST, "live": KeyMode.LIVE}
 DAY_FIRST = re.compile(r"(?P<day>[0-9]{1,2})/(?P<month>[0-9]{1,2})/(?P<year>[0-9]{4})")
@@ -97,7 +99,7 @@ def choice_arg(name: str, allowed: tuple[str, ...], refusal: str | None = None) 
 
 @dataclass(frozen=True)
 class DayRange:
-    """A list's two date fields as typed (`typed`, by field name), and the São Paulo days they
+    """A list's two date fields as typed (`typed`, by field name), and the days they
     filter by, in order. When they cannot filter (`problems`, by field name, in the page's
     words), neither day is used: the list shows the other filters' rows, and the form shows
     the days again with the problem beside the field at fault."""
@@ -115,7 +117,7 @@ REVERSED_DAYS = _l("After the last day, so nothing could match: swap the two day
 
 
 def day_range_arg(first: str, last: str) -> DayRange:
-    """Two YYYY-MM-DD days (São Paulo calendar) as typed in a list's date fields; never a 400,
+    """Two YYYY-MM-DD days (the account's calendar) as typed in a list's date fields; never a 400,
     so a slip in a date field keeps the page and every other filter."""
     typed = {name: (request.args.get(name) or "").strip() for name in (first, last)}
     days = {name: _day(text) for name, text in typed.items()}
@@ -138,7 +140,7 @@ def date_range_args(first: str, last: str) -> tuple[str | None, str | None]:
 
 
 def day_bounds(first: str | None, last: str | None) -> tuple[datetime | None, datetime | None]:
-    """Where the São Paulo days `first` to `last` (both included) begin and end, in UTC: the
+    """Where the account's days `first` to `last` (both included) begin and end, in UTC: the
     first instant of `first` and the first instant after `last`; None where a day is not
     given. Services bound their lists either way, so callers shift by a microsecond."""
     start = _midnight(date.fromisoformat(first)) if first else None
@@ -160,4 +162,4 @@ def _day(text: str) -> str | None:
 
 
 def _midnight(day: date) -> datetime:
-    return datetime.combine(day, time.min, tzinfo=DISPLAY_TIMEZONE).astimezone(UTC)
+    return datetime.combine(day, time.min, tzinfo=get_timezone()).astimezone(UTC)

@@ -53,7 +53,6 @@ from app.services.transactions.payment_listing import (
     PaymentQuery,
 )
 from app.services.transactions.payments import NewPayment
-from app.templating import DISPLAY_TIMEZONE
 
 STATUSES = tuple(status.value for status in TransactionStatus)
 # The status filter's options: the codes as values, the labels as what people read.
@@ -98,7 +97,7 @@ CHARGE_FIELD_FOR_PARAM = {
 @dataclass(frozen=True)
 class PaymentFilters(QueryFilters):
     """The list's query string: every link (mode, pages, the CSV export) keeps the others.
-    `startDate` and `endDate` are São Paulo calendar days, both inclusive."""
+    `startDate` and `endDate` are calendar days in the account's zone, both inclusive."""
 
     OMITTED_AT_DEFAULT = ("page", "limit")
 
@@ -261,7 +260,6 @@ def _list_page(
         days=days or DayRange(),
         payment_form=(payment_form or _blank_payment_form()) if test_mode else None,
         charge_form=(charge_form or _blank_charge_form()) if test_mode else None,
-        sao_paulo=DISPLAY_TIMEZONE.key,
     )
     db.session.commit()  # transactions found expired on read
     return html, status

@@ -1,5 +1,5 @@
 """The wallets page: balances per currency, and one currency's statement with its running
-balance, gross, fee and net, for a period of São Paulo days with its opening and closing
+balance, gross, fee and net, for a period of the account's days with its opening and closing
 balances, on screen a page at a time or as a CSV download.
 
 Balances come from `services.wallets` (what `GET /v1/wallets/balance` answers) and the

@@ -18,8 +18,8 @@ from functools import wraps
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import get_timezone, ngettext
 from flask_babel import gettext as _
-from flask_babel import ngettext
 
 from app.dashboard import bp
 from app.dashboard.forms import ConfirmForm, submitted
@@ -40,7 +40,6 @@ from app.models import EndpointStatus, WebhookEndpoint
 from app.services.allowances import Allowance, manager_allowance
 from app.services.webhooks import alerts, relay
 from app.services.webhooks import endpoints as webhook_endpoints
-from app.templating import DISPLAY_TIMEZONE
 
 FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
 
@@ -205,7 +204,7 @@ def recover_webhook_deliveries(endpoint_id: str) -> ResponseReturnValue:
         problems = " ".join(str(problem) for problem in form.since.errors)
         flash(f"{form.since.label.text}: {problems}", "error")
         return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
-    since = form.since.data.replace(tzinfo=DISPLAY_TIMEZONE).astimezone(UTC)
+    since = form.since.data.replace(tzinfo=get_timezone()).astimezone(UTC)
     try:
         count = relay.recover(g.account_id, MODES[mode], endpoint_id, since)
     except Conflict as error:  # the endpoint is INACTIVE

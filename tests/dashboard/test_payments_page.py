@@ -7,9 +7,11 @@ import html
 import io
 import re
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
+from pypdf import PdfReader
 
 from app.dashboard import payments as payments_page_module
 from app.extensions import db
@@ -224,6 +226,27 @@ def test_date_filters_are_sao_paulo_days_both_included(app, redis, client, owner
         '<span class="zone">(America/Sao_Paulo)</span></time>'
     ) in both
     assert _rows(_text(client.get(f"{PAGE}?startDate=2026-11-21"))) == []
+
+
+def test_a_portuguese_account_reads_lisbon_days_and_times(app, redis, client):
+    account = factories.make_account(app, "Loja Lisboa", "PT")
+    member = factories.make_member(app, account)
+    key = factories.make_api_key(app, account)
+    late = created(client, key)["id"]  # 20/11 23:30 in Lisbon (UTC+0 in November)
+    _set_created_at(app, late, datetime(2026, 11, 20, 23, 30, tzinfo=UTC))
+    next_day = created(client, key)["id"]  # 21/11 00:30 in Lisbon, still 20/11 in São Paulo
+    _set_created_at(app, next_day, datetime(2026, 11, 21, 0, 30, tzinfo=UTC))
+    sign_in(client, member)
+    assert _rows(_text(client.get(f"{PAGE}?startDate=2026-11-21"))) == [next_day]
+    assert _rows(_text(client.get(f"{PAGE}?endDate=2026-11-20"))) == [late]
+    page = _text(client.get(f"{PAGE}?startDate=2026-11-20&endDate=2026-11-21"))
+    assert (
+        '<time datetime="2026-11-21T00:30:00+00:00">21/11/2026 00:30 '
+        '<span class="zone">(Europe/Lisbon)</span></time>'
+    ) in page
+    assert "Days in Europe/Lisbon time, both included." in page
+    sheet = client.get(f"{CSV_URL}?format=planilha&startDate=2026-11-21")
+    assert "21/11/2026 00:30:00" in sheet.data.decode("utf-8-sig")
 
 
 def test_pages_keep_every_filter(app, redis, client, owner, api_key):
@@ -774,6 +797,21 @@ def test_the_receipt_downloads_as_a_pdf_once_paid(app, redis, client, owner, api
     assert "A receipt exists once a transaction is paid" in _text(refused)
     assert "receipt.pdf" not in _text(client.get(f"{PAGE}/{waiting['id']}"))
     assert client.get(f"{PAGE}/{settled['id']}/receipt.pdf?mode=live").status_code == 404
+
+
+def test_a_portuguese_accounts_receipt_is_in_portuguese_of_portugal_and_lisbon_time(
+    app, redis, client
+):
+    account = factories.make_account(app, "Loja Lisboa", "PT")
+    member = factories.make_member(app, account)
+    settled = paid(app, redis, client, factories.make_api_key(app, account))
+    with app.app_context():
+        paid_at = db.session.get(Transaction, settled["id"].removeprefix("tx_")).paid_at
+    sign_in(client, member)
+    pdf = PdfReader(io.BytesIO(client.get(f"{PAGE}/{settled['id']}/receipt.pdf").data))
+    text = "".join(page.extract_text() for page in pdf.pages)
+    lisbon = paid_at.astimezone(ZoneInfo("Europe/Lisbon")).strftime("%d/%m/%Y %H:%M")
+    assert f"{lisbon} (Europe/Lisbon)" in text and "Recibo de pagamento" in text
 
 
 # Stats

@@ -13,12 +13,13 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
+from app.business_days import SAO_PAULO
 from app.extensions import db
 from app.formats.money import localized_money
 from app.models import KeyMode, LedgerAccount, LedgerPosting, Role, Transaction
 from app.services import ledger
 from app.services.ledger import Line
-from app.templating import DISPLAY_TIMEZONE, local_time_element
+from app.templating import local_time_element
 from tests.support import factories
 from tests.support.charges import created, pay
 from tests.support.dashboard import sign_in
@@ -99,7 +100,8 @@ def test_next_release_shows_its_date_and_amount(app, client, merchant, monkeypat
     balance = client.get("/v1/wallets/balance", headers={"apikey": merchant.api_key}).json
     sign_in(client, merchant.member)
     text = _text(client.get(PAGE))
-    at = local_time_element(datetime.fromisoformat(balance["next_release_at"]))
+    with app.app_context():  # a Brazilian account: São Paulo time
+        at = local_time_element(datetime.fromisoformat(balance["next_release_at"]))
     assert f"R$50.00 on {at}" in text
     assert '<dt>Pending</dt><dd class="amount">R$50.00</dd>' in text
     assert '<dt>Total</dt><dd class="amount">R$1,050.00</dd>' in text
@@ -263,7 +265,7 @@ def _dated_credits(app, account_id: str, days_and_amounts: list[tuple[str, int]]
             posting = db.session.scalars(
                 sa.select(LedgerPosting).order_by(LedgerPosting.created_at.desc()).limit(1)
             ).one()
-            noon = datetime.fromisoformat(f"{day}T12:00:00").replace(tzinfo=DISPLAY_TIMEZONE)
+            noon = datetime.fromisoformat(f"{day}T12:00:00").replace(tzinfo=SAO_PAULO)
             posting.created_at = noon
             db.session.commit()
 
@@ -300,7 +302,7 @@ def test_a_period_starts_and_ends_at_midnight_in_sao_paulo(app, client, owner):
     _dated_credits(app, owner.account_id, [("2026-11-01", 100)])
     with app.app_context():  # 23:30 in São Paulo on the 1st is already the 2nd in UTC
         posting = db.session.scalars(sa.select(LedgerPosting)).one()
-        posting.created_at = datetime(2026, 11, 1, 23, 30, tzinfo=DISPLAY_TIMEZONE)
+        posting.created_at = datetime(2026, 11, 1, 23, 30, tzinfo=SAO_PAULO)
         db.session.commit()
     sign_in(client, owner)
 

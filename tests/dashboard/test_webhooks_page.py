@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 from rq import SimpleWorker
 
+from app.business_days import SAO_PAULO
 from app.dashboard import webhook_deliveries as webhook_pages
 from app.dashboard.forms.webhooks import EVENT_GROUPS
 from app.extensions import WEBHOOK_QUEUE, db, get_queue
@@ -24,7 +25,6 @@ from app.services import secrets_box
 from app.services.events import record_event
 from app.services.webhooks import endpoints as webhook_endpoints
 from app.services.webhooks import log as delivery_log
-from app.templating import DISPLAY_TIMEZONE
 from tests.support import factories
 from tests.support.charges import created
 from tests.support.dashboard import post_form, sign_in
@@ -151,7 +151,7 @@ def _set_deliveries(app, **values) -> None:
 
 def _local_minute(moment: datetime) -> str:
     """A time as a person types it in the datetime-local input (São Paulo time)."""
-    return moment.astimezone(DISPLAY_TIMEZONE).strftime("%Y-%m-%dT%H:%M")
+    return moment.astimezone(SAO_PAULO).strftime("%Y-%m-%dT%H:%M")
 
 
 def test_an_owner_adds_an_endpoint_and_sees_its_secret_only_once(app, client, owner):

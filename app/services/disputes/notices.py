@@ -4,19 +4,18 @@ still due. `jobs/disputes.py` sends them after the change commits, and a periodi
 retries any the mail server refused.
 
 They are read away from any browser, so they are written in the account's language
-(`app.i18n.account_locale`), money included."""
+and time (`app.i18n.written_for`), money included."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
-from flask_babel import force_locale
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
 
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX
-from app.i18n import account_locale
+from app.i18n import written_for
 from app.models import Account, DisputeCase, DisputeStatus, MoneyOutcome
 from app.models.base import utcnow
 from app.services import accounts
@@ -69,7 +68,7 @@ def due_notices(case_id: str) -> list[Notice]:
         return []
     recipients = accounts.manager_emails(case.account_id)
     due = []
-    with force_locale(account_locale(db.session.get(Account, case.account_id))):
+    with written_for(db.session.get(Account, case.account_id)):
         if case.opened_notice_sent_at is None:
             due.append(Notice("opened", recipients, *_opened_mail(case)))
         if case.is_final and case.resolved_notice_sent_at is None:

@@ -6,19 +6,18 @@ transaction, and one later refunded or disputed, whose receipt shows what happen
 It names the payer but never prints the payer's full document (masked as on bank receipts).
 The boleto prints it in full, as FEBRABAN's "Pagador" block does: it names whom the bank bills.
 
-Both are read away from any browser, so they are written in the account's language
-(`app.i18n.account_locale`): a Brazilian account's documents are in pt_BR, money included.
+Both are read away from any browser, so they are written in the account's language and time
+(`app.i18n.written_for`): a Brazilian account's documents are in pt_BR and São Paulo time.
 """
 
 import sqlalchemy as sa
-from flask_babel import force_locale
 from flask_babel import gettext as _
 
 from app.errors import Conflict
 from app.extensions import db
 from app.formats.labels import TRANSACTION_STATUS_LABELS
 from app.formats.payments import METHOD_LABELS, transaction_id
-from app.i18n import account_locale
+from app.i18n import written_for
 from app.methods import boleto
 from app.models import Account, KeyMode, Refund, RefundStatus, Transaction
 from app.pdf import PdfDocument
@@ -38,7 +37,7 @@ def receipt(account_id: str, mode: KeyMode, payment_id: str) -> bytes:
             code="transaction_not_settled",
         )
     account = db.session.get(Account, payment.account_id)
-    with force_locale(account_locale(account)):
+    with written_for(account):
         return _receipt(account, payment)
 
 
@@ -72,7 +71,7 @@ def _receipt(account: Account, payment: Transaction) -> bytes:
 def boleto_slip(payment: Transaction) -> bytes:
     """The printable boleto: digitable line, barcode, amount, due date, beneficiary, payer."""
     account = db.session.get(Account, payment.account_id)
-    with force_locale(account_locale(account)):
+    with written_for(account):
         return _boleto_slip(account, payment)
 
 
