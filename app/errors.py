@@ -3,18 +3,26 @@
 Services raise `ApiError` subclasses and never know about HTTP; the handlers registered here
 turn those, routing errors, validation errors and crashes into the contract's envelope:
 `{"error": {type, code, message, param?, details?}, "request_id"}`.
+
+A message is English marked for the catalogs (`marks.translatable`), with `%(name)s`
+placeholders whose values travel on the error (`values`): the API answers the English with
+the values written in (`message`), a page writes the same refusal in its reader's language
+and notation (`templating.refusal_text`).
 """
 
 import json
 import logging
 import re
 import uuid
+from collections.abc import Mapping
 from http import HTTPStatus
 
 import marshmallow as ma
 from flask import Flask, g, jsonify, make_response, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
+
+from app.marks import translatable
 
 log = logging.getLogger(__name__)
 
@@ -40,19 +48,25 @@ class ApiError(Exception):
     status = 500
     type = "api_error"
     code = "internal_error"
-    message = "An unexpected error occurred."
+    message = translatable("An unexpected error occurred.")
 
     def __init__(
         self,
         message: str | None = None,
         *,
+        values: Mapping[str, object] | None = None,
         code: str | None = None,
         param: str | None = None,
         details: list[dict] | None = None,
         headers: dict | None = None,
     ):
-        super().__init__(message or self.message)
-        self.message = message or self.message
+        self.template = message or self.message
+        self.values = dict(values or {})
+        # Each value writes itself in the API's notation (`formats.money.Amount`: BRL 12.34).
+        self.message = (
+            self.template % {k: str(v) for k, v in self.values.items()} if values else self.template
+        )
+        super().__init__(self.message)
         self.code = code or self.code
         self.param = param
         self.details = details
@@ -64,38 +78,43 @@ class InvalidRequest(ApiError):
         400,
         "invalid_request_error",
         "invalid_request",
-        "Invalid request.",
+        translatable("Invalid request."),
     )
 
 
 class Unauthorized(ApiError):
     status, type, code = 401, "authentication_error", "unauthorized"
-    message = "Missing or invalid credentials."
+    message = translatable("Missing or invalid credentials.")
 
 
 class PermissionDenied(ApiError):
     status, type, code = 403, "permission_error", "forbidden"
-    message = "You are not allowed to do this."
+    message = translatable("You are not allowed to do this.")
 
 
 class NotFound(ApiError):
-    status, type, code, message = 404, "not_found_error", "not_found", "Resource not found."
+    status, type, code, message = (
+        404,
+        "not_found_error",
+        "not_found",
+        translatable("Resource not found."),
+    )
 
 
 class Conflict(ApiError):
-    status, type, code, message = 409, "conflict_error", "conflict", "Conflict."
+    status, type, code, message = 409, "conflict_error", "conflict", translatable("Conflict.")
 
 
 class Unprocessable(ApiError):
     status, type, code = 422, "invalid_request_error", "unprocessable_entity"
-    message = "The request cannot be processed."
+    message = translatable("The request cannot be processed.")
 
 
 class RateLimited(ApiError):
     """Too many requests; `retry_after` (seconds) is sent as the `Retry-After` header."""
 
     status, type, code = 429, "rate_limit_error", "rate_limited"
-    message = "Too many requests; retry later."
+    message = translatable("Too many requests; retry later.")
 
     def __init__(self, message: str | None = None, *, retry_after: int, **kwargs):
         super().__init__(message, **kwargs)
@@ -104,7 +123,7 @@ class RateLimited(ApiError):
 
 class ServiceUnavailable(ApiError):
     status, type, code = 503, "api_error", "service_unavailable"
-    message = "A service this request depends on is unavailable; retry later."
+    message = translatable("A service this request depends on is unavailable; retry later.")
 
 
 # Routing and protocol errors raised by Werkzeug, mapped onto the contract's vocabulary.
@@ -123,23 +142,27 @@ _HTTP_STATUS_MAP = {
 def api_error_from_http(exc: HTTPException) -> ApiError:
     """Translate a Werkzeug HTTP exception (404, 405, 413, …) into an ApiError."""
     error_class, code = _HTTP_STATUS_MAP.get(exc.code or 500, (ApiError, "internal_error"))
-    error = error_class(_plain_message(exc), code=code)
+    message, values = _plain_message(exc)
+    error = error_class(message, values=values, code=code)
     error.status = exc.code or 500
     if exc.code == 405 and exc.valid_methods:
         error.headers = {"Allow": ", ".join(exc.valid_methods)}
     return error
 
 
-def _plain_message(exc: HTTPException) -> str:
+def _plain_message(exc: HTTPException) -> tuple[str, dict]:
+    """The message and its values (see `ApiError`)."""
     if isinstance(exc, CSRFError):
-        return (
+        return translatable(
             "This form has expired or did not come from this site. Reload the page and try again."
-        )
+        ), {}
     if exc.code == 404:
-        return "No such route or resource."
+        return translatable("No such route or resource."), {}
     if exc.code == 405:
-        return f"Method {request.method} is not allowed on this route."
-    return exc.description or HTTPStatus(exc.code or 500).phrase + "."
+        return translatable("Method %(method)s is not allowed on this route."), {
+            "method": request.method
+        }
+    return exc.description or HTTPStatus(exc.code or 500).phrase + ".", {}
 
 
 def error_envelope(error: ApiError, request_id: str | None = None) -> dict:

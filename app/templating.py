@@ -2,15 +2,17 @@
 due date as a day, money from integer minor units and percentages in the page's locale
 (`app.i18n`), and a CPF or CNPJ punctuated as it is printed."""
 
+import enum
 import re
 from datetime import date, datetime
 
 from flask import Flask
-from flask_babel import get_locale, get_timezone
+from flask_babel import get_locale, get_timezone, gettext
 from markupsafe import Markup
 
-from app.errors import current_request_id
-from app.formats.money import localized_money
+from app.errors import ApiError, current_request_id
+from app.formats import labels
+from app.formats.money import Amount, localized_money
 from app.formats.numbers import format_percent
 from app.methods import boleto
 from app.pix import documents
@@ -78,6 +80,27 @@ def zone_name() -> str:
     return get_timezone().key
 
 
+def refusal_text(error: ApiError | None) -> str | None:
+    """What a service refused, in the page's language: its marked English translated, its
+    values written as the reader writes them (amounts by `localized_money`, statuses by their
+    labels). The API sends the same refusal in English (`error.message`); a message nobody
+    marked stays English. None (an allowance that refused nothing) stays None."""
+    if error is None:
+        return None
+    text = gettext(error.template)
+    if not error.values:
+        return text
+    return text % {name: _written(value) for name, value in error.values.items()}
+
+
+def _written(value: object) -> str:
+    if isinstance(value, Amount):
+        return localized_money(*value, str(get_locale()))
+    if isinstance(value, enum.Enum):
+        return labels.label(value)
+    return str(value)
+
+
 def breakable_url(url: str) -> Markup:
     """The address with a line-break opportunity (`<wbr>`) between its parts, so a narrow
     cell wraps it at a slash or a dot instead of every few characters."""
@@ -93,6 +116,7 @@ def register_templating(app: Flask) -> None:
     app.add_template_filter(breakable_url)
     app.add_template_filter(short_id)
     app.add_template_filter(day_first)
+    app.add_template_filter(refusal_text, "refusal")
 
     app.add_template_global(zone_name)
 

@@ -23,10 +23,15 @@ What it does, in one run on this machine:
    filters each endpoint takes (status, type, customer, charge, a one-day window), with and
    without the deep cursor. `GET /v1/payments` pages by `page` (offset), not by cursor: its
    deep page is an offset 90 % deep, and it counts `total` on every call.
-5. In this process with the app (`create_app`, the run's environment), runs each case once
+5. Signs a member of each measured account in to the dashboard (a session, as a browser
+   has) and times its search box (`?q=`, issue 21) the same way, interleaved: the payments
+   list without a search, a CPF typed with its punctuation (1 % of the rows), the first 8
+   characters of a payment's id 90 % deep, a text nothing matches, and a dispute's id
+   prefix on the disputes list. Each answer must show what was searched for.
+6. In this process with the app (`create_app`, the run's environment), runs each case once
    through Flask's test client, captures its statements on transactions, med_cases and
    med_case_evidence, and replays each as `EXPLAIN (ANALYZE, BUFFERS)`.
-6. Prints p50 and p99 per case and size, the ratio of the largest size to the smallest
+7. Prints p50 and p99 per case and size, the ratio of the largest size to the smallest
    (flagged when a cursor list's p50 grows more than `CURSOR_RATIO_LIMIT` times), and the
    plans; with `--json` also one JSON object. Stops gunicorn, drops the database and
    flushes Redis at the end, also on failure, Ctrl-C or SIGTERM. Any error makes the exit
@@ -35,6 +40,7 @@ What it does, in one run on this machine:
 
 import argparse
 import json
+import re
 import sys
 import time
 from contextlib import ExitStack
@@ -52,6 +58,7 @@ from common import (
     at_least,
     create_test_account,
     explained_statements,
+    flask_cli,
     heading,
     machine_facts,
     migrated_setup,
@@ -71,6 +78,10 @@ PAYMENTS_PAGE_LIMIT = 20  # GET /v1/payments's default limit
 CUSTOMER_DOCUMENT = "52998224725"  # a valid CPF: 1 % of the seeded transactions
 WINDOW_DAYS_AGO = 200  # the one-day created_* window sits this far back
 TABLES = ("transactions", "med_cases", "med_case_evidence")
+SEARCH_PASSWORD = "bench search password"  # noqa: S105 (a throwaway database's member)
+CUSTOMER_DOCUMENT_TYPED = "529.982.247-25"  # CUSTOMER_DOCUMENT as a person types it
+NOTHING_MATCHES = "pedido-inexistente"
+CSRF_TOKEN = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"')
 
 # One case per transaction of the account that has none yet, opened within 30 days of it
 # (never in the future). Enum columns of med_cases hold the members' VALUES (open, med).
@@ -88,7 +99,7 @@ INSERT INTO med_cases (
     currency, held_amount, amount_mismatch, under_review, method, reason, response_deadline,
     opened_at, closed_at, created_at, updated_at
 )
-SELECT 'med_' || replace(gen_random_uuid()::text, '-', ''), %(account_id)s, 'TEST',
+SELECT 'med_' || gen_random_uuid()::text, %(account_id)s, 'TEST',
        transaction_id, 'bench-' || transaction_id, 'sandbox',
        CASE WHEN r_type < 0.70 THEN 'med' WHEN r_type < 0.90 THEN 'chargeback'
             WHEN r_type < 0.98 THEN 'dispute' ELSE 'fraud' END,
@@ -292,6 +303,87 @@ def cases(
     ]
 
 
+@dataclass
+class SearchCase:
+    """One dashboard list page with what was typed in its search box; `shows` is a text its
+    answer must contain (the row found), or None for no row to find."""
+
+    label: str
+    path: str
+    typed: str | None
+    shows: str | None
+
+    @property
+    def url_path(self) -> str:
+        return f"{self.path}?{urlencode({'q': self.typed})}" if self.typed else self.path
+
+
+def dashboard_session(env: dict[str, str], base_url: str, account_id: str) -> requests.Session:
+    """A member of the account (OWNER, added with `flask users add`) signed in to the
+    dashboard through its login form, as a browser is."""
+    email = f"finance-{account_id[:8]}@bench.example.com"
+    flask_cli(env, "users", "add", email, "--password", SEARCH_PASSWORD,
+              "--account", account_id, "--role", "OWNER")  # fmt: skip
+    session = requests.Session()
+    form = session.get(f"{base_url}/dashboard/login", timeout=30)
+    token = CSRF_TOKEN.search(form.text)
+    answer = session.post(
+        f"{base_url}/dashboard/login",
+        data={"csrf_token": token[1] if token else "", "email": email, "password": SEARCH_PASSWORD},
+        allow_redirects=False,
+        timeout=30,
+    )
+    if answer.status_code not in (302, 303):
+        raise BenchmarkError(f"Dashboard login: {answer.status_code} {answer.text[:300]}")
+    return session
+
+
+def search_cases(deep: dict[str, str]) -> list[SearchCase]:
+    """The search box's measured requests for one size."""
+    payment_prefix = deep["charge"][:8]
+    case_prefix = deep["case"].removeprefix("med_")[:8]
+    payments, disputes = "/dashboard/payments", "/dashboard/disputes"
+    return [
+        SearchCase("payments, no search", payments, None, None),
+        SearchCase("payments, CPF (1 % of rows)", payments, CUSTOMER_DOCUMENT_TYPED, None),
+        SearchCase("payments, id prefix, deep", payments, payment_prefix, payment_prefix),
+        SearchCase("payments, no match", payments, NOTHING_MATCHES, None),
+        SearchCase("disputes, id prefix, deep", disputes, case_prefix, case_prefix),
+    ]
+
+
+def time_searches(
+    base_url: str,
+    measured: dict[int, tuple[requests.Session, list[SearchCase]]],
+    repeats: int,
+) -> dict[int, dict[str, dict]]:
+    """p50 and p99 of each search per size, interleaved as `time_cases` does; every answer
+    must be a 200 showing the row searched for."""
+    latencies: dict[tuple[int, str], list[float]] = {}
+    labels = [case.label for case in next(iter(measured.values()))[1]]
+    for round_number in range(1 + repeats):
+        for index, label in enumerate(labels):
+            for size, (session, cases_of_size) in measured.items():
+                case = cases_of_size[index]
+                started = time.perf_counter()
+                answer = session.get(base_url + case.url_path, timeout=60)
+                elapsed = time.perf_counter() - started
+                if answer.status_code != 200 or (case.shows and case.shows not in answer.text):
+                    raise BenchmarkError(f"GET {case.url_path}: {answer.status_code}")
+                if round_number:
+                    latencies.setdefault((size, label), []).append(elapsed)
+    return {
+        size: {
+            label: {
+                "p50_ms": percentile_ms(latencies[size, label], 0.5),
+                "p99_ms": percentile_ms(latencies[size, label], 0.99),
+            }
+            for label in labels
+        }
+        for size in measured
+    }
+
+
 def time_cases(
     session: requests.Session,
     base_url: str,
@@ -419,6 +511,22 @@ def report(config: dict, results: dict) -> str:
             f"{name:<38}{plan['statements']:>6}{cells}{slowest['rows_removed']:>9}  "
             f"{'; '.join(slowest['scans'])}"
         )
+    search = results["search"]
+    search_header = "".join(f"{'p50 @' + str(size):>14}{'p99':>9}" for size in search)
+    smallest, largest = min(search, key=int), max(search, key=int)
+    lines += [
+        "",
+        "The dashboard's search box (signed in, HTML pages), p50 and p99 in ms, interleaved "
+        f"as above; ratio = p50 at {largest} / p50 at {smallest}",
+        f"{'case':<38}{search_header}{'ratio':>9}",
+    ]
+    for label in search[smallest]:
+        cells = "".join(
+            f"{search[size][label]['p50_ms']:>14.1f}{search[size][label]['p99_ms']:>9.1f}"
+            for size in search
+        )
+        ratio = search[largest][label]["p50_ms"] / search[smallest][label]["p50_ms"]
+        lines.append(f"{label:<38}{cells}{ratio:>8.2f}x")
     if flagged:
         lines += ["", f"over {CURSOR_RATIO_LIMIT}x: {', '.join(sorted(flagged))}"]
     return "\n".join(lines)
@@ -436,21 +544,24 @@ def benchmark(args: argparse.Namespace) -> None:
         results["seed"] = seed_tables(database_url, accounts, other_account)
         results["table_rows"] = table_rows(database_url)
         base_url = stack.enter_context(gunicorn(env, args.workers, args.threads))
+        deep = {
+            size: deep_rows(database_url, account_id, size)
+            for size, (account_id, _) in keys.items()
+        }
         with requests.Session() as session:
             measured = {
-                size: (
-                    api_key,
-                    cases(
-                        session,
-                        base_url,
-                        api_key,
-                        size,
-                        deep_rows(database_url, account_id, size),
-                    ),
-                )
-                for size, (account_id, api_key) in keys.items()
+                size: (api_key, cases(session, base_url, api_key, size, deep[size]))
+                for size, (_, api_key) in keys.items()
             }
             timings = time_cases(session, base_url, measured, args.repeats)
+        searches = {
+            size: (
+                stack.enter_context(dashboard_session(env, base_url, account_id)),
+                search_cases(deep[size]),
+            )
+            for size, (account_id, _) in keys.items()
+        }
+        results["search"] = time_searches(base_url, searches, args.repeats)
         for size, (api_key, cases_of_size) in measured.items():
             results["sizes"].append(
                 {

@@ -10,6 +10,7 @@ from werkzeug.wrappers import Response
 
 from app.errors import ApiError, NotFound
 from app.extensions import db
+from app.templating import refusal_text
 
 Result = TypeVar("Result")
 
@@ -29,7 +30,7 @@ def act_then_return(
         if missing_is_404 and isinstance(error, NotFound):
             raise
         db.session.rollback()
-        flash(error.message, "error")
+        flash(refusal_text(error), "error")
     else:
         db.session.commit()
         flash(describe(result), "info")

@@ -10,6 +10,7 @@ from app.dashboard.session import ACCOUNT_SESSION_KEY, end_session, start_sessio
 from app.errors import InvalidRequest, RateLimited, Unauthorized
 from app.extensions import db
 from app.services import accounts, login_throttle
+from app.templating import refusal_text
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -22,7 +23,7 @@ def login():
             with login_throttle.guard(form.email.data, request.remote_addr):
                 user = accounts.authenticate(form.email.data, form.password.data)
         except RateLimited as refusal:
-            flash(refusal.message, "error")
+            flash(refusal_text(refusal), "error")
             return render_template("dashboard/login.html", form=form), 429, refusal.headers
         except Unauthorized:
             flash(_("Invalid e-mail or password."), "error")

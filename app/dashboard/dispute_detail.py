@@ -40,19 +40,19 @@ from app.formats.disputes import (
     evidence_fields,
     upload_ticket_fields,
 )
-from app.formats.labels import DISPUTE_STATUS_LABELS, DISPUTE_TYPE_LABELS
-from app.models import (
-    DisputeCase,
-    DisputeEvidence,
-    DisputeStatus,
-    EvidenceUploader,
+from app.formats.labels import (
+    DISPUTE_STATUS_LABELS,
+    DISPUTE_TYPE_LABELS,
+    MED_METHOD_LABELS,
+    MONEY_OUTCOME_LABELS,
 )
+from app.models import DisputeCase, DisputeEvidence, DisputeStatus, EvidenceUploader
 from app.services.allowances import Allowance, manager_allowance
 from app.services.disputes import allowances, cases, listing
 from app.services.disputes import evidence as dispute_evidence
 from app.services.disputes.notices import OUTCOME_EFFECTS
 from app.storage import ALLOWED_TYPES, MAX_EVIDENCE_BYTES
-from app.templating import money
+from app.templating import money, refusal_text
 
 CLOSING_TITLES = {
     DisputeStatus.ACCEPTED: _l("You accepted the dispute"),
@@ -239,11 +239,11 @@ def _outcome(case: DisputeCase) -> str:
     if not case.held_amount:
         return _(
             "Money outcome: %(outcome)s. Nothing was held, so no money moved.",
-            outcome=case.money_outcome,
+            outcome=MONEY_OUTCOME_LABELS[case.money_outcome],
         )
     return _(
         "Money outcome: %(outcome)s: %(effect)s (%(held)s).",
-        outcome=case.money_outcome,
+        outcome=MONEY_OUTCOME_LABELS[case.money_outcome],
         effect=OUTCOME_EFFECTS[case.money_outcome],
         held=money(case.held_amount, case.currency),
     )
@@ -273,11 +273,15 @@ def _detail_page(
         outcome_effects=OUTCOME_EFFECTS,
         status_labels=DISPUTE_STATUS_LABELS,
         type_labels=DISPUTE_TYPE_LABELS,
+        method_labels=MED_METHOD_LABELS,
+        outcome_labels=MONEY_OUTCOME_LABELS,
         uploader_labels=UPLOADER_LABELS,
         can_appeal=(appealability & role).allowed,
         can_accept=(acceptability & role).allowed,
         can_attach=(allowances.attachability(case) & role).allowed,
-        answer_refusal=role.reason if appealability.allowed or acceptability.allowed else None,
+        answer_refusal=refusal_text(role.refusal)
+        if appealability.allowed or acceptability.allowed
+        else None,
         appeal_form=appeal_form or AppealForm(formdata=None),
         accept_form=accept_form or AcceptDisputeForm(formdata=None),
         accepted_types=",".join(sorted(ALLOWED_TYPES)),

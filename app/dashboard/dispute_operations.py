@@ -34,7 +34,7 @@ from app.dashboard.submit_once import show_error
 from app.errors import ApiError
 from app.extensions import db
 from app.formats import charges as charge_format
-from app.formats.labels import DISPUTE_STATUS_LABELS, DISPUTE_TYPE_LABELS
+from app.formats.labels import DISPUTE_STATUS_LABELS, DISPUTE_TYPE_LABELS, MED_METHOD_LABELS
 from app.models import DisputeCase, DisputeType
 from app.services import dispute_review
 from app.services.disputes import cases
@@ -137,6 +137,7 @@ def _desk_page(
         open_form=open_form or BackOfficeDisputeForm(formdata=None),
         status_labels=DISPUTE_STATUS_LABELS,
         type_labels=DISPUTE_TYPE_LABELS,
+        method_labels=MED_METHOD_LABELS,
         uploader_labels=UPLOADER_LABELS,
         mode_labels=MODE_LABELS,
     )

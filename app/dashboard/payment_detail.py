@@ -32,7 +32,7 @@ from app.services.allowances import Allowance, manager_allowance
 from app.services.transactions import charges, payments, receipts, refunds
 from app.services.transactions.charges import RESERVED_METADATA_KEYS
 from app.services.transactions.refunds import RefundOrder
-from app.templating import money
+from app.templating import money, refusal_text
 
 PIX = "PIX"
 REFUND_FIELD_FOR_PARAM = {
@@ -174,20 +174,20 @@ def _detail_page(
         checkout_url=checkout_url(payment),
         boleto_line=boleto.formatted_line(payment.boleto_line) if payment.boleto_line else None,
         description=metadata.get("description"),
-        failure=metadata.get("failure"),
+        # the service's words, translated where it marked them (a provider's stay its own)
+        failure_reason=_(metadata["failure"]["reason"]) if metadata.get("failure") else None,
         phone=metadata.get(payments.PHONE_KEY),
         metadata={k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS},
         payable=charges.payability(payment).allowed,
         refunds=refund_rows,
         waiting_for_funds=WAITING_FOR_FUNDS,
         refundability=refundability,
-        # the service's reason, in the page's language where it is a marked one
-        refund_refusal=_(refundability.reason) if refundability.reason else None,
+        refund_refusal=refusal_text(refundability.refusal),
         can_cancel=(cancellability & role).allowed,
         can_refund=(refundability & role).allowed,
         # A fresh idempotency key per refund whose cancel button is shown.
         cancellable_refunds={refund.id: new_form_key() for refund in waiting if role.allowed},
-        role_refusal=role.reason if anything_allowed else None,
+        role_refusal=refusal_text(role.refusal) if anything_allowed else None,
         is_pix=payment.paid_with == PIX,
         cancel_form=cancel_form or CancelPaymentForm(formdata=None, idempotency_key=new_form_key()),
         refund_form=refund_form or RefundForm(formdata=None, idempotency_key=new_form_key()),

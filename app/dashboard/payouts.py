@@ -42,7 +42,7 @@ from app.services import fees, wallets
 from app.services.allowances import manager_allowance
 from app.services.payouts import listing, requesting
 from app.services.payouts.requesting import NewPayout
-from app.templating import money
+from app.templating import money, refusal_text
 
 PER_PAGE = 20
 STATUSES = tuple(status.value for status in PayoutStatus)
@@ -160,7 +160,7 @@ def cancel_payout(payout_id: str) -> ResponseReturnValue:
         payout = requesting.cancel(current_membership(), payout_id)
     except Conflict as error:
         db.session.rollback()
-        flash(error.message, "error")
+        flash(refusal_text(error), "error")
     else:
         db.session.commit()
         flash(

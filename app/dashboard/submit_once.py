@@ -13,6 +13,7 @@ from flask_wtf import FlaskForm
 
 from app.errors import ApiError
 from app.services import idempotency
+from app.templating import refusal_text
 
 MESSAGES = {
     idempotency.KEY_REUSED: _l(
@@ -54,7 +55,7 @@ def submit_once(form: FlaskForm, create: Callable[[], str]) -> str:
 def show_error(form: FlaskForm, error: ApiError, field_for_param: dict[str, str]) -> None:
     """Put the service's message beside the field it names, or above the form. A reused key
     gets a fresh one, so correcting the form and sending it again works."""
-    message = str(MESSAGES.get(error.code, error.message))
+    message = str(MESSAGES.get(error.code) or refusal_text(error))
     if error.code == idempotency.KEY_REUSED:
         form.idempotency_key.data = new_form_key()
     field = field_for_param.get(error.param or "")

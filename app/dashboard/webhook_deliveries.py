@@ -30,6 +30,7 @@ from app.services.webhooks import delivery as webhook_delivery
 from app.services.webhooks import endpoints as webhook_endpoints
 from app.services.webhooks import log as delivery_log
 from app.services.webhooks import relay
+from app.templating import refusal_text
 
 PER_PAGE = 25
 DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
@@ -149,7 +150,7 @@ def resend_webhook_delivery(delivery_id: str) -> ResponseReturnValue:
     try:
         copy = relay.resend(g.account_id, MODES[mode], delivery_id)
     except Conflict as error:  # the endpoint is INACTIVE
-        flash(error.message, "error")
+        flash(refusal_text(error), "error")
         return redirect(
             url_for("dashboard.webhook_delivery_page", delivery_id=delivery_id, mode=mode), 303
         )

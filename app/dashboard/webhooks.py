@@ -40,6 +40,7 @@ from app.models import EndpointStatus, WebhookEndpoint
 from app.services.allowances import Allowance, manager_allowance
 from app.services.webhooks import alerts, relay
 from app.services.webhooks import endpoints as webhook_endpoints
+from app.templating import refusal_text
 
 FORM_FIELD_FOR_PARAM = {"url": "url", "events": "events"}
 
@@ -208,7 +209,7 @@ def recover_webhook_deliveries(endpoint_id: str) -> ResponseReturnValue:
     try:
         count = relay.recover(g.account_id, MODES[mode], endpoint_id, since)
     except Conflict as error:  # the endpoint is INACTIVE
-        flash(error.message, "error")
+        flash(refusal_text(error), "error")
         return redirect(url_for("dashboard.webhooks_page", mode=mode), 303)
     db.session.commit()
     flash(

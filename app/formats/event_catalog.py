@@ -7,7 +7,7 @@ from here."""
 
 from dataclasses import dataclass
 
-from app.formats.labels import translatable
+from app.marks import translatable
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,11 @@ the reader's language (`app.i18n`), while the API and exports keep the codes.
 
 Labels are lazy (`lazy_gettext`): each is translated when a page or document writes it, in
 the language of that page or document. English the API answers with and pages also show
-(event descriptions, refusal reasons) is marked with `translatable` where it is written, and
-translated by the page that shows it (`gettext(text)`).
+(event descriptions, refusal reasons) is marked with `app.marks.translatable` where it is
+written, and translated by the page that shows it.
 """
+
+import enum
 
 from flask_babel import lazy_gettext as _l
 
@@ -14,18 +16,12 @@ from app.models import (
     DisputeStatus,
     DisputeType,
     EndpointStatus,
+    MoneyOutcome,
     PayoutStatus,
     RefundStatus,
     Role,
     TransactionStatus,
 )
-
-
-def translatable(text: str) -> str:
-    """Marks `text` for the translation catalogs (`make translations` extracts it) and returns
-    it unchanged: the API answers with the English, a page translates it where it shows it."""
-    return text
-
 
 TRANSACTION_STATUS_LABELS = {
     TransactionStatus.PENDING: _l("Pending"),
@@ -80,8 +76,38 @@ DELIVERY_STATUS_LABELS = {
     DeliveryStatus.FAILED: _l("Failed"),
     DeliveryStatus.CANCELLED: _l("Cancelled"),
 }
+MONEY_OUTCOME_LABELS = {
+    MoneyOutcome.REFUNDED_TO_MERCHANT: _l("Kept by you"),
+    MoneyOutcome.CLOSED_WITHOUT_REFUND: _l("Closed without a refund"),
+    MoneyOutcome.LOST: _l("Returned to the payer"),
+}
+# A MED notification's fraud type, as the Banco Central's rules name them (codes in the API).
+MED_METHOD_LABELS = {
+    "scam": _l("Scam"),
+    "unauthorized": _l("Transaction not authorised"),
+    "coercion": _l("Coercion"),
+    "invasion": _l("Account takeover"),
+    "other": _l("Other"),
+}
 ROLE_LABELS = {
     Role.OWNER: _l("Owner"),
     Role.ADMIN: _l("Admin"),
     Role.MEMBER: _l("Member"),
 }
+LABELS_BY_ENUM = {
+    TransactionStatus: TRANSACTION_STATUS_LABELS,
+    RefundStatus: REFUND_STATUS_LABELS,
+    PayoutStatus: PAYOUT_STATUS_LABELS,
+    DisputeStatus: DISPUTE_STATUS_LABELS,
+    DisputeType: DISPUTE_TYPE_LABELS,
+    EndpointStatus: ENDPOINT_STATUS_LABELS,
+    DeliveryStatus: DELIVERY_STATUS_LABELS,
+    Role: ROLE_LABELS,
+    MoneyOutcome: MONEY_OUTCOME_LABELS,
+}
+
+
+def label(value: enum.Enum) -> str:
+    """A code's label in the current language (a status a refusal names, say); a code with no
+    label table stays the code."""
+    return str(LABELS_BY_ENUM.get(type(value), {}).get(value, value))

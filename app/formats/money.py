@@ -10,6 +10,7 @@ shows back what a merchant types.
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import NamedTuple
 
 from babel.numbers import format_currency, get_currency_symbol
 
@@ -30,6 +31,17 @@ class Notation:
 BRAZILIAN = Notation(decimal_mark=",", thousands_mark=".", symbol=True)  # R$ 1.234,56
 DECIMAL_POINT = Notation(decimal_mark=".")  # 1234.56, or BRL 1234.56 with a currency
 DECIMAL_COMMA = Notation(decimal_mark=",")  # 1234,56: an amount as a merchant types it
+
+
+class Amount(NamedTuple):
+    """An amount a message names (`errors.ApiError.values`): the API writes it `BRL 12.34`,
+    a page as its reader's locale does (`templating.refusal_text`)."""
+
+    minor_units: int
+    currency: str
+
+    def __str__(self) -> str:
+        return format_money(self.minor_units, self.currency, DECIMAL_POINT)
 
 
 def format_money(

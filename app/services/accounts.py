@@ -14,6 +14,7 @@ from email_validator import EmailNotValidError, validate_email
 from app.errors import InvalidRequest, Unauthorized
 from app.extensions import db
 from app.i18n import COUNTRY_LOCALES, LOCALES
+from app.marks import translatable
 from app.models import Account, ApiKey, Membership, Role, User
 from app.models.account import DEFAULT_COUNTRY, MANAGING_ROLES
 from app.services import audit
@@ -35,7 +36,9 @@ def normalise_email(email: str) -> str:
 def hash_password(password: str) -> str:
     if len(password) < MIN_PASSWORD_LENGTH:
         raise InvalidRequest(
-            f"Passwords need at least {MIN_PASSWORD_LENGTH} characters.", param="password"
+            translatable("Passwords need at least %(min)s characters."),
+            values={"min": MIN_PASSWORD_LENGTH},
+            param="password",
         )
     return _hasher.hash(password)
 
@@ -63,7 +66,7 @@ def add_user(email: str, password: str, *, name: str | None = None, is_staff: bo
     """Create a user; an e-mail already in use is refused."""
     email = normalise_email(email)
     if db.session.scalar(sa.select(User.id).where(User.email == email)):
-        raise InvalidRequest("A user with this e-mail already exists.", param="email")
+        raise InvalidRequest(translatable("A user with this e-mail already exists."), param="email")
     user = User(email=email, password_hash=hash_password(password), name=name, is_staff=is_staff)
     db.session.add(user)
     db.session.flush()

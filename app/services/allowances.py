@@ -10,6 +10,7 @@ the API would refuse.
 from dataclasses import dataclass
 
 from app.errors import ApiError, PermissionDenied
+from app.marks import translatable
 from app.models.account import MANAGING_ROLES, Membership
 
 
@@ -47,7 +48,7 @@ def refused(error: ApiError) -> Allowance:
 
 def manager_allowance(
     membership: Membership | None,
-    refusal: str = "Only an owner or an admin of the account can do this.",
+    refusal: str = translatable("Only an owner or an admin of the account can do this."),
     code: str | None = None,
 ) -> Allowance:
     """Changes to money and settings are for OWNERs and ADMINs. `None` is an API key, which

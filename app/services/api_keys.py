@@ -17,6 +17,7 @@ from flask import current_app
 
 from app.errors import InvalidRequest, NotFound, Unauthorized
 from app.extensions import db
+from app.marks import translatable
 from app.models import Account, ApiKey, KeyMode, Membership
 from app.models.base import utcnow
 from app.services import accounts, audit
@@ -77,7 +78,7 @@ def rotate(actor: Membership, key_id: str, *, label: str | None = None) -> Issue
     require_manager(actor)
     old = _get_active(actor.account_id, key_id)
     if not _revoke_if_active(old):
-        raise NotFound("No such API key.")
+        raise NotFound(translatable("No such API key."))
     issued = _create(
         actor.account_id,
         actor.user_id,
@@ -102,7 +103,7 @@ def revoke(actor: Membership, key_id: str) -> ApiKey:
         sa.select(ApiKey).where(ApiKey.id == key_id, ApiKey.account_id == actor.account_id)
     )
     if key is None:
-        raise NotFound("No such API key.")
+        raise NotFound(translatable("No such API key."))
     if _revoke_if_active(key):
         _audit(actor.account_id, actor.user_id, "api_key.revoked", key)
     return key
@@ -172,13 +173,17 @@ def _get_active(account_id: str, key_id: str) -> ApiKey:
         )
     )
     if key is None:
-        raise NotFound("No such API key.")
+        raise NotFound(translatable("No such API key."))
     return key
 
 
 def _create(account_id: str, user_id: str | None, *, label: str | None, mode: KeyMode) -> IssuedKey:
     if label is not None and len(label) > MAX_LABEL_LENGTH:
-        raise InvalidRequest(f"label must be at most {MAX_LABEL_LENGTH} characters.", param="label")
+        raise InvalidRequest(
+            translatable("label must be at most %(max)s characters."),
+            values={"max": MAX_LABEL_LENGTH},
+            param="label",
+        )
     cleartext = _new_cleartext(mode)
     key = ApiKey(
         account_id=account_id,

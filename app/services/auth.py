@@ -18,6 +18,7 @@ from flask import current_app
 
 from app.errors import InvalidRequest, PermissionDenied, Unauthorized
 from app.extensions import db
+from app.marks import translatable
 from app.models import Membership, RevokedToken, User
 from app.models.base import utcnow
 from app.services import accounts
@@ -61,11 +62,11 @@ def choose_membership(user: User, account_id: str | None) -> Membership:
         for membership in memberships:
             if membership.account_id == account_id:
                 return membership
-        raise Unauthorized("Invalid e-mail or password.")
+        raise Unauthorized(translatable("Invalid e-mail or password."))
     if len(memberships) == 1:
         return memberships[0]
     if not memberships:
-        raise Unauthorized("This user belongs to no active account.")
+        raise Unauthorized(translatable("This user belongs to no active account."))
     raise InvalidRequest(
         "This user belongs to several accounts; send accountId to choose one.",
         code="account_selection_required",

@@ -23,6 +23,7 @@ from redis.exceptions import RedisError
 
 from app.errors import InvalidRequest, RateLimited, Unauthorized
 from app.extensions import get_redis
+from app.marks import translatable
 from app.services.accounts import normalise_email
 from app.services.redis_counters import count_in_window
 
@@ -85,7 +86,8 @@ def _reserve(counters: list["_Counter"], client_ip: str | None) -> bool:
     if locked_for:  # a refused attempt is no failure: the counters it did not trip forget it
         _give_back([c for c, (count, _) in zip(counters, counts, strict=True) if count <= c.limit])
         retry_after = max(locked_for)
-        raise RateLimited(refusal_message(retry_after), retry_after=retry_after)
+        message, values = refusal_message(retry_after)
+        raise RateLimited(message, values=values, retry_after=retry_after)
     return True
 
 
@@ -109,10 +111,14 @@ def _give_back(counters: list["_Counter"]) -> None:
         log.warning("login throttle unavailable; attempt not given back", exc_info=True)
 
 
-def refusal_message(retry_after: int) -> str:
-    """The same words whether or not the e-mail belongs to anyone."""
+def refusal_message(retry_after: int) -> tuple[str, dict]:
+    """The same words whether or not the e-mail belongs to anyone, and their values."""
     minutes = math.ceil(retry_after / 60)
-    return f"Too many sign-in attempts. Try again in {minutes} minute{'s' if minutes > 1 else ''}."
+    if minutes == 1:
+        return translatable("Too many sign-in attempts. Try again in 1 minute."), {}
+    return translatable("Too many sign-in attempts. Try again in %(minutes)s minutes."), {
+        "minutes": minutes
+    }
 
 
 def _counters(email: str, client_ip: str | None) -> list[_Counter]:

@@ -1,6 +1,7 @@
-"""Amounts in refusal messages are written as money with the currency's code and a decimal
-point ("BRL 1000.00"), never as raw minor units, and read the same on the API and on the
-dashboard; the error codes stay the contract's."""
+"""Amounts in refusal messages are written as money, never as raw minor units: with the
+currency's code and a decimal point on the API ("BRL 1000.00", in English), and on the
+dashboard in the reader's language and notation ("R$ 1.000,00"); the error codes stay the
+contract's."""
 
 import html
 import re
@@ -46,8 +47,23 @@ def test_a_payout_below_its_fee_names_the_fee_as_money(client, merchant):
     assert error["message"] == "The amount must be more than the payout fee (BRL 1.00)."
 
 
-def test_the_dashboard_shows_the_same_money_beside_the_amount(client, merchant):
+@pytest.mark.parametrize(
+    ("language", "refusal"),
+    [
+        (
+            "en",
+            "The available balance (R$1,000.00) does not cover the amount plus fee (R$1,001.00).",
+        ),
+        (
+            "pt-BR",
+            "O saldo disponível (R$\u00a01.000,00) não cobre o valor mais a tarifa "
+            "(R$\u00a01.001,00).",
+        ),
+    ],
+)
+def test_the_dashboard_shows_the_refusal_in_its_readers_words(client, merchant, language, refusal):
     sign_in(client, merchant.member)
+    client.environ_base["HTTP_ACCEPT_LANGUAGE"] = language
     page = client.get("/dashboard/payouts").get_data(as_text=True)
     key = re.search(r'name="idempotency_key" type="hidden" value="([0-9a-f]+)"', page).group(1)
     response = client.post(
@@ -63,7 +79,7 @@ def test_the_dashboard_shows_the_same_money_beside_the_amount(client, merchant):
     )
     assert response.status_code == 400
     text = html.unescape(response.get_data(as_text=True))
-    assert "(BRL 1000.00) does not cover the amount plus fee (BRL 1001.00)" in text
+    assert refusal in text
     assert "100000" not in text
 
 

@@ -172,7 +172,7 @@ def test_a_fully_refunded_payment_offers_no_refund_form(app, redis, client, shop
             "invalid_request_error",
             refunds.EXCEEDS_REFUNDABLE,
         ),
-        ("this one is REFUNDED.", 409, "conflict_error", "transaction_not_refundable"),
+        ("this one is Refunded.", 409, "conflict_error", "transaction_not_refundable"),
     ):
         text = _text(client.get(page))
         assert "Request refund" not in text and "Refundable:" not in text

@@ -217,8 +217,8 @@ def test_a_second_decision_is_shown_as_an_error(app, client, monkeypatch, redis)
     )
     assert post_form(client, BACK_OFFICE, approve).status_code == 303
     refusals = {
-        approve: "Only a PENDING withdrawal can be approved; this one is APPROVED.",
-        reject: "Only a PENDING withdrawal can be rejected; this one is APPROVED.",
+        approve: "Only a PENDING withdrawal can be approved; this one is Approved.",
+        reject: "Only a PENDING withdrawal can be rejected; this one is Approved.",
     }
     for action, message in refusals.items():
         response = post_form(client, BACK_OFFICE, action)

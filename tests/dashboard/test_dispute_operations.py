@@ -135,7 +135,7 @@ def test_staff_see_open_and_appealed_cases_of_every_account(app, client, shop, m
     assert "Outra Loja" in row and urgent["charge_id"] in row and "overdue" in row
     row = _row(page, appealed["id"])
     assert "Loja Teste" in row and "R$123.45" in row and "Produto entregue" in row
-    assert "scam: Golpe" in row and "amount differs" not in row
+    assert "Scam: Golpe" in row and "amount differs" not in row
     link = re.search(r'<a href="([^"]+)" target="_blank" rel="noopener">entrega.pdf</a>', row)
     assert link, "no view link"
     parts = urlsplit(link.group(1))

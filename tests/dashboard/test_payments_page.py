@@ -443,6 +443,17 @@ def test_a_refused_payment_shows_why(app, redis, client, owner, api_key):
     assert "can be neither cancelled nor refunded" in text
 
 
+def test_why_it_failed_is_in_the_readers_language(app, redis, client, owner, api_key):
+    payment = finalised(app, redis, client, api_key)
+    cancelled = client.post(f"/v1/payments/{payment['id']}/cancel", headers={"apikey": api_key})
+    assert cancelled.status_code == 200
+    sign_in(client, owner)
+    page = _text(client.get(f"{PAGE}/{payment['id']}", headers={"Accept-Language": "pt-BR"}))
+    assert "Por que falhou:</strong> Cancelado pelo lojista." in page
+    english = _text(client.get(f"{PAGE}/{payment['id']}"))
+    assert "Why it failed:</strong> Cancelled by the merchant." in english
+
+
 def test_detail_of_another_account_or_mode_is_404(app, redis, client, owner, api_key):
     foreign = created(client, factories.make_api_key(app, factories.make_account(app, "Outra")))
     mine = created(client, api_key)
@@ -574,7 +585,7 @@ def test_cancelling_a_paid_payment_shows_the_services_refusal(app, redis, client
     assert response.status_code == 409
     text = _text(response)
     assert "The payment was not cancelled." in text
-    assert "A PAID transaction cannot be cancelled" in text
+    assert "A Paid transaction cannot be cancelled" in text
     assert get(client, api_key, payment["id"]).get_json()["status"] == "PAID"
 
 
@@ -669,7 +680,7 @@ def test_refund_refusals_show_the_services_message_beside_the_field(app, redis, 
     detail = f"{PAGE}/{payment['id']}"
     before = available(client, merchant)
     cases = [
-        ({"amount": "250,01"}, "amount", "At most BRL 250.00 of this transaction"),
+        ({"amount": "250,01"}, "amount", "At most R$250.00 of this transaction"),
         ({"amount": "0"}, "amount", "Enter an amount greater than zero."),
         ({"amount": "1,234"}, "amount", "Use at most two decimal places"),
         ({"destination_key": "not a key"}, "destination_key", "not a valid Pix key"),

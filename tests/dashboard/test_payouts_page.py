@@ -243,7 +243,7 @@ def test_cancel_works_only_while_pending(app, client, merchant):
     assert "Payout of R$100.00 cancelled." in text
     assert 'class="badge status-cancelled">Cancelled<' in text
 
-    for payout_id, status in ((kept, "CANCELLED"), (approved, "APPROVED")):
+    for payout_id, status in ((kept, "Cancelled"), (approved, "Approved")):
         response = client.post(f"{PAGE}/{payout_id}/cancel", data={"csrf_token": token})
         assert response.status_code == 303
         text = _text(client.get(response.headers["Location"]))

@@ -16,7 +16,7 @@ from wtforms import (
 from wtforms.validators import DataRequired, Length, Optional, Regexp
 
 from app.dashboard.forms.fields import TOO_LONG, AmountField, OptionalAmountField
-from app.formats.labels import DISPUTE_TYPE_LABELS
+from app.formats.labels import DISPUTE_TYPE_LABELS, MED_METHOD_LABELS
 from app.models import DisputeType
 from app.services.disputes.cases import (
     DECISIONS,
@@ -112,7 +112,7 @@ class BackOfficeDisputeForm(FlaskForm):
     method = SelectField(
         _l("MED method"),
         choices=[SelectChoice("", _l("Not reported"))]
-        + [SelectChoice(method, method) for method in MED_METHODS],
+        + [SelectChoice(method, MED_METHOD_LABELS[method]) for method in MED_METHODS],
     )
     reason = TextAreaField(
         _l("Reason"),

@@ -3,11 +3,16 @@ acceptance and evidence, and an outcome that would send money to the payer. The 
 `require()`; the dashboard shows a button exactly when it is allowed."""
 
 from app.errors import Conflict, InvalidRequest
+from app.marks import translatable
 from app.models import DisputeCase, DisputeStatus, MoneyOutcome
 from app.services.allowances import ALLOWED, Allowance, refused
 
 NOT_OPEN = "med_case_not_open"
 UNDER_REVIEW = "med_case_under_review"
+NOT_OPEN_REFUSALS = {
+    "accepted": translatable("Only an open case can be accepted; this one is %(status)s."),
+    "appealed": translatable("Only an open case can be appealed; this one is %(status)s."),
+}
 
 
 def appealability(case: DisputeCase) -> Allowance:
@@ -26,7 +31,9 @@ def attachability(case: DisputeCase) -> Allowance:
     if case.is_final:
         return refused(
             Conflict(
-                f"The case is {case.status}; evidence can no longer be attached.", code=NOT_OPEN
+                translatable("The case is %(status)s; evidence can no longer be attached."),
+                values={"status": case.status},
+                code=NOT_OPEN,
             )
         )
     return ALLOWED
@@ -39,8 +46,10 @@ def outcome_allowance(case: DisputeCase, outcome: MoneyOutcome) -> Allowance:
     if case.under_review and outcome is not MoneyOutcome.REFUNDED_TO_MERCHANT:
         return refused(
             Conflict(
-                "The reported amount differs from the charge's; our operations team must "
-                "confirm the disputed amount before the case can be lost.",
+                translatable(
+                    "The reported amount differs from the charge's; our operations team must "
+                    "confirm the disputed amount before the case can be lost."
+                ),
                 code=UNDER_REVIEW,
             )
         )
@@ -53,7 +62,5 @@ def _still_open(case: DisputeCase, becoming: str) -> Allowance:
     if case.status is DisputeStatus.OPEN:
         return ALLOWED
     return refused(
-        InvalidRequest(
-            f"Only an open case can be {becoming}; this one is {case.status}.", code=NOT_OPEN
-        )
+        InvalidRequest(NOT_OPEN_REFUSALS[becoming], values={"status": case.status}, code=NOT_OPEN)
     )

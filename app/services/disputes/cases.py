@@ -34,7 +34,8 @@ from flask import current_app
 from app.errors import Conflict, InvalidRequest, NotFound
 from app.extensions import DEFAULT_QUEUE, db
 from app.formats.disputes import med_metadata
-from app.formats.money import DECIMAL_POINT, format_money
+from app.formats.money import DECIMAL_POINT, Amount, format_money
+from app.marks import translatable
 from app.models import (
     DISPUTED_STATUSES,
     SETTLED_STATUSES,
@@ -73,7 +74,7 @@ MIN_APPEAL, MAX_APPEAL = 5, 2000
 MAX_REASON = 2000
 NOTICE_JOB = "app.jobs.disputes.send_dispute_notices"
 HOLD, RELEASE, LOSS = "dispute_hold", "dispute_release", "dispute_loss"
-WAITING_REFUND_ENDED = (
+WAITING_REFUND_ENDED = translatable(
     "Not sent: the payer's bank already returned the disputed amount (the dispute was lost)."
 )
 DECISIONS = {
@@ -181,7 +182,8 @@ def _hold(case: DisputeCase, transaction: Transaction, now: datetime) -> None:
 def _check_disputable(transaction: Transaction) -> None:
     if transaction.status not in SETTLED_STATUSES:
         raise Conflict(
-            f"Only a paid charge can be disputed; this one is {transaction.status}.",
+            translatable("Only a paid charge can be disputed; this one is %(status)s."),
+            values={"status": transaction.status},
             code="charge_not_disputable",
         )
 
@@ -222,7 +224,11 @@ def appeal(
     """Contest an open case; the amount stays held until the decision."""
     text = reason.strip() if isinstance(reason, str) else ""
     if not MIN_APPEAL <= len(text) <= MAX_APPEAL:
-        raise InvalidRequest(f"reason is {MIN_APPEAL} to {MAX_APPEAL} characters.", param="reason")
+        raise InvalidRequest(
+            translatable("reason is %(min)s to %(max)s characters."),
+            values={"min": MIN_APPEAL, "max": MAX_APPEAL},
+            param="reason",
+        )
     case = _lock(get_case(account_id, mode, case_id).id)
     appealability(case).require()
     now = utcnow()
@@ -290,15 +296,21 @@ def confirm_amount(case_id: str, amount: int, actor_user_id: str | None) -> Disp
     if case is None:
         raise NotFound("No such dispute case.")
     if case.is_final or not case.under_review:
-        raise Conflict("Only an undecided case under review can be confirmed.", code=NOT_OPEN)
+        raise Conflict(
+            translatable("Only an undecided case under review can be confirmed."), code=NOT_OPEN
+        )
     transaction = lifecycle.lock(case.transaction_id)
     _check_disputable(transaction)
     unrefunded = transaction.amount - refunded_total(transaction)
     if not isinstance(amount, int) or not 0 < amount <= unrefunded:
         raise InvalidRequest(
-            f"amount is from {format_money(1, transaction.currency, DECIMAL_POINT)} to "
-            f"{format_money(max(unrefunded, 0), transaction.currency, DECIMAL_POINT)} (the "
-            "charge less its completed refunds).",
+            translatable(
+                "amount is from %(min)s to %(max)s (the charge less its completed refunds)."
+            ),
+            values={
+                "min": Amount(1, transaction.currency),
+                "max": Amount(max(unrefunded, 0), transaction.currency),
+            },
             code="invalid_amount",
             param="amount",
         )

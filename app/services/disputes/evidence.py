@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from app.errors import Conflict, InvalidRequest, NotFound, ServiceUnavailable
 from app.extensions import db
+from app.marks import translatable
 from app.models import DisputeEvidence, EvidenceUploader, KeyMode
 from app.models.base import utcnow
 from app.services.disputes.allowances import attachability
@@ -50,17 +51,21 @@ def create_upload(
     name = _checked_file_name(file_name)
     if mime_type not in ALLOWED_TYPES:
         raise InvalidRequest(
-            f"mime_type is one of {', '.join(sorted(ALLOWED_TYPES))}.", param="mime_type"
+            translatable("mime_type is one of %(types)s."),
+            values={"types": ", ".join(sorted(ALLOWED_TYPES))},
+            param="mime_type",
         )
     if not isinstance(file_size, int) or isinstance(file_size, bool):
         raise InvalidRequest("file_size is an integer number of bytes.", param="file_size")
     if not 0 < file_size <= MAX_EVIDENCE_BYTES:
         raise InvalidRequest(
-            f"file_size is 1 to {MAX_EVIDENCE_BYTES} bytes (10 MB).", param="file_size"
+            translatable("file_size is 1 to %(max)s bytes (10 MB)."),
+            values={"max": MAX_EVIDENCE_BYTES},
+            param="file_size",
         )
     storage = evidence_storage()
     if not storage.healthy():
-        raise ServiceUnavailable("The document storage is unavailable; retry later.")
+        raise ServiceUnavailable(translatable("The document storage is unavailable; retry later."))
     evidence_id = f"{EVIDENCE_PREFIX}{uuid.uuid4().hex}"
     key = f"evidence/{case.id}/{evidence_id}"
     ticket = storage.upload_address(key, mime_type, file_size)
@@ -101,21 +106,23 @@ def complete_upload(
     if stored is None:
         expired = utcnow() >= evidence.upload_expires_at
         raise Conflict(
-            "The upload address has expired without a file; ask for a new one."
+            translatable("The upload address has expired without a file; ask for a new one.")
             if expired
-            else "No file has been uploaded to the address yet.",
+            else translatable("No file has been uploaded to the address yet."),
             code="EVIDENCE_NOT_UPLOADED",
         )
     if stored != evidence.file_size:
         raise Conflict(
-            f"The stored file is {stored} bytes, not the declared {evidence.file_size}.",
+            translatable("The stored file is %(stored)s bytes, not the declared %(declared)s."),
+            values={"stored": stored, "declared": evidence.file_size},
             code="EVIDENCE_SIZE_MISMATCH",
         )
     # A store written to directly (S3) never saw the bytes: read the file's start back.
     head = _read_storage(storage.stored_head, evidence.storage_key) or b""
     if not content_matches_type(head, evidence.mime_type):
         raise Conflict(
-            f"The stored file is not {evidence.mime_type}, as declared.",
+            translatable("The stored file is not %(type)s, as declared."),
+            values={"type": evidence.mime_type},
             code="EVIDENCE_TYPE_MISMATCH",
         )
     evidence.uploaded_at = utcnow()
@@ -128,7 +135,9 @@ def _read_storage(read: Callable[[str], T], key: str) -> T:
     try:
         return read(key)
     except StorageUnavailable as error:
-        raise ServiceUnavailable("The document storage is unavailable; retry later.") from error
+        raise ServiceUnavailable(
+            translatable("The document storage is unavailable; retry later.")
+        ) from error
 
 
 def list_evidence(account_id: str, mode: KeyMode, case_id: str) -> list[DisputeEvidence]:
@@ -155,7 +164,10 @@ def _checked_file_name(file_name: str) -> str:
     hidden = any(unicodedata.category(char) in HIDDEN_CATEGORIES for char in name)
     if not name or len(name) > MAX_FILE_NAME or hidden or not _SAFE_FILE_NAME.fullmatch(name):
         raise InvalidRequest(
-            f"file_name is 1 to {MAX_FILE_NAME} characters, without slashes or control characters.",
+            translatable(
+                "file_name is 1 to %(max)s characters, without slashes or control characters."
+            ),
+            values={"max": MAX_FILE_NAME},
             param="file_name",
         )
     return name

@@ -15,6 +15,7 @@ from flask_babel import lazy_gettext as _l
 
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX
+from app.formats.labels import DISPUTE_TYPE_LABELS, MONEY_OUTCOME_LABELS
 from app.i18n import written_for
 from app.models import Account, DisputeCase, DisputeStatus, MoneyOutcome
 from app.models.base import utcnow
@@ -138,7 +139,7 @@ def _opened_mail(case: DisputeCase) -> tuple[str, str]:
     disputed = _(
         "The payer's bank disputed charge %(charge)s (%(type)s, %(amount)s).",
         charge=charge,
-        type=case.type,
+        type=DISPUTE_TYPE_LABELS[case.type],
         amount=money(case.amount, case.currency),
     )
     return (_("Acme Pay: dispute %(id)s opened", id=case.id), f"{disputed} {held}\n\n{deadline}")
@@ -149,7 +150,7 @@ def _resolved_mail(case: DisputeCase) -> tuple[str, str]:
     fields = {
         "id": case.id,
         "charge": f"{CHARGE_ID_PREFIX}{case.transaction_id}",
-        "outcome": case.money_outcome,
+        "outcome": str(MONEY_OUTCOME_LABELS[case.money_outcome]),
         "effect": str(effect),
     }
     subject = RESOLVED_SUBJECTS[DisputeStatus(case.status)]  # only a final case is resolved

@@ -17,6 +17,7 @@ from flask import current_app
 
 from app.errors import ApiError, Conflict, PermissionDenied
 from app.extensions import MONEY_QUEUE, db
+from app.marks import translatable
 from app.models import Account, LedgerAccount, Payout, PayoutStatus
 from app.queueing import enqueue_after_commit
 from app.services import accounts, ledger
@@ -37,6 +38,12 @@ class PendingPayout:
 
     payout: Payout
     account_name: str
+
+
+NOT_PENDING = {
+    "approved": translatable("Only a PENDING withdrawal can be approved; this one is %(status)s."),
+    "rejected": translatable("Only a PENDING withdrawal can be rejected; this one is %(status)s."),
+}
 
 
 def approve(payout_id: str, actor_user_id: str) -> Payout:
@@ -120,8 +127,7 @@ def pending_payouts_with_accounts(limit: int = DEFAULT_QUEUE_LIMIT) -> list[Pend
 def _require_pending(payout: Payout, action: str) -> None:
     if payout.status is not W.PENDING:
         raise Conflict(
-            f"Only a PENDING withdrawal can be {action}; this one is {payout.status}.",
-            code="withdrawal_not_pending",
+            NOT_PENDING[action], values={"status": payout.status}, code="withdrawal_not_pending"
         )
 
 
@@ -131,6 +137,6 @@ def _refuse_own_account(payout: Payout, actor_user_id: str) -> None:
         actor_user_id, payout.account_id
     ):
         raise PermissionDenied(
-            "Staff may not decide payouts of an account they belong to.",
+            translatable("Staff may not decide payouts of an account they belong to."),
             code="self_approval_forbidden",
         )

@@ -13,7 +13,8 @@ from flask import current_app
 from app.business_days import SAO_PAULO
 from app.errors import ApiError, InvalidRequest
 from app.extensions import db
-from app.formats.money import DECIMAL_POINT, format_money
+from app.formats.money import Amount
+from app.marks import translatable
 from app.models import Account, KeyMode, Payout, PayoutStatus
 from app.models.base import utcnow
 from app.services import ledger, wallets
@@ -39,11 +40,12 @@ def check_covered(
     else:
         available = wallets.balance(account_id, mode, currency).available
     if available < total:
-        shown_available = format_money(available, currency, DECIMAL_POINT)
-        shown_total = format_money(total, currency, DECIMAL_POINT)
         raise refusal(
-            f"The available balance ({shown_available}) does not cover the amount plus fee "
-            f"({shown_total}).",
+            translatable(
+                "The available balance (%(available)s) does not cover the amount plus fee "
+                "(%(total)s)."
+            ),
+            values={"available": Amount(available, currency), "total": Amount(total, currency)},
             code=INSUFFICIENT_FUNDS,
             param="amount" if refusal is InvalidRequest else None,
         )
@@ -58,8 +60,8 @@ def check_caps(account: Account, mode: KeyMode, amount: int) -> None:
         cap = current_app.config["PAYOUT_TRANSACTION_CAP"]
     if amount > cap:
         raise InvalidRequest(
-            f"A payout may be at most {format_money(cap, BRL, DECIMAL_POINT)} under this "
-            "account's contract.",
+            translatable("A payout may be at most %(cap)s under this account's contract."),
+            values={"cap": Amount(cap, BRL)},
             code="payout_amount_limit_exceeded",
             param="amount",
         )
@@ -78,8 +80,8 @@ def check_caps(account: Account, mode: KeyMode, amount: int) -> None:
     )
     if requested_today + amount > daily_cap:
         raise InvalidRequest(
-            "Payouts today would exceed the daily limit of "
-            f"{format_money(daily_cap, BRL, DECIMAL_POINT)}.",
+            translatable("Payouts today would exceed the daily limit of %(cap)s."),
+            values={"cap": Amount(daily_cap, BRL)},
             code="payout_daily_limit_exceeded",
             param="amount",
         )

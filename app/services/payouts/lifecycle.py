@@ -9,6 +9,7 @@ reject, cancel) are audited (`record_audit`).
 
 from app.errors import NotFound
 from app.formats.payouts import payout_object, withdrawal_event_data
+from app.marks import translatable
 from app.models import Payout, PayoutStatus
 from app.models.base import utcnow
 from app.services import audit, locking
@@ -38,7 +39,7 @@ def lock(payout_id: str) -> Payout:
     """The row, locked until commit (`locking.lock`); an unknown id is 404."""
     payout = locking.lock(Payout, payout_id)
     if payout is None:
-        raise NotFound("No such withdrawal.")
+        raise NotFound(translatable("No such withdrawal."))
     return payout
 
 

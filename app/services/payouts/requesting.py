@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from app.errors import Conflict, InvalidRequest, NotFound
 from app.extensions import db
-from app.formats.money import DECIMAL_POINT, format_money
+from app.formats.money import Amount
+from app.marks import translatable
 from app.models import Account, KeyMode, Membership, Payout, PayoutStatus, PayoutType
 from app.pix import keys
 from app.pix.documents import strip_formatting, tax_id_kind
@@ -72,8 +73,8 @@ def request_payout(membership: Membership, new: NewPayout) -> Payout:
     fee = fees.payout_fee(new.type, new.amount)
     if new.amount <= fee:
         raise InvalidRequest(
-            "The amount must be more than the payout fee "
-            f"({format_money(fee, new.currency, DECIMAL_POINT)}).",
+            translatable("The amount must be more than the payout fee (%(fee)s)."),
+            values={"fee": Amount(fee, new.currency)},
             code="invalid_amount",
             param="amount",
         )
@@ -105,7 +106,7 @@ def cancel(membership: Membership, payout_id: str) -> Payout:
     """The merchant withdraws a request, only while PENDING (nothing was debited)."""
     payout = lock(payout_id)
     if payout.account_id != membership.account_id:
-        raise NotFound("No such withdrawal.")
+        raise NotFound(translatable("No such withdrawal."))
     cancellability(payout, membership).require()
     transition(payout, W.CANCELLED)
     record_audit(payout, membership.user_id, "payout.cancelled")
@@ -116,12 +117,15 @@ def cancellability(payout: Payout, membership: Membership) -> Allowance:
     """May this member withdraw the request? An OWNER or ADMIN, while it is PENDING: once
     approved, its money is debited and on its way."""
     role = manager_allowance(
-        membership, "Only the account's OWNER or ADMIN may cancel payouts.", ROLE_REQUIRED
+        membership,
+        translatable("Only the account's OWNER or ADMIN may cancel payouts."),
+        ROLE_REQUIRED,
     )
     if payout.status is W.PENDING:
         return role
     not_pending = Conflict(
-        f"Only a PENDING withdrawal can be cancelled; this one is {payout.status}.",
+        translatable("Only a PENDING withdrawal can be cancelled; this one is %(status)s."),
+        values={"status": payout.status},
         code="withdrawal_not_cancellable",
     )
     return role & refused(not_pending)
@@ -154,7 +158,10 @@ def _pix_destination(new: NewPayout, account: Account) -> dict:
     )
     if not checked.valid:
         raise InvalidRequest(
-            "Invalid Pix key: " + "; ".join(checked.errors), code="invalid_pix_key", param="pixKey"
+            translatable("Invalid Pix key: %(problems)s"),
+            values={"problems": "; ".join(checked.errors)},
+            code="invalid_pix_key",
+            param="pixKey",
         )
     return {"pix_key": checked.normalised, "pix_key_type": str(checked.type)}
 

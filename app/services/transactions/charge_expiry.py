@@ -8,6 +8,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from app.extensions import db
+from app.marks import translatable
 from app.models import Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.services.transactions import lifecycle
@@ -92,7 +93,7 @@ def _expire(charge: Transaction, now: datetime) -> None:
     charge.metadata_ = {
         **charge.metadata_,
         "failure": lifecycle.failure(
-            "The payment window ended before it was paid.",
+            translatable("The payment window ended before it was paid."),
             "expired",
             ttl_seconds=charge.expires_in if charge.pix_br_code else None,
             at=now,

@@ -13,7 +13,8 @@ import sqlalchemy as sa
 from app.errors import Conflict, InvalidRequest, ServiceUnavailable, Unprocessable
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
-from app.formats.money import DECIMAL_POINT, format_money
+from app.formats.money import Amount
+from app.marks import translatable
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.pix.brcode import MAX_AMOUNT_LENGTH
@@ -124,8 +125,11 @@ def create_charge(
         return charge
     except ProviderError as error:
         raise ServiceUnavailable(
-            f"The Pix provider did not answer ({error.message}); retry with the same "
-            "Idempotency-Key.",
+            translatable(
+                "The Pix provider did not answer (%(problem)s); retry with the same "
+                "Idempotency-Key."
+            ),
+            values={"problem": error.message},
         ) from error
     charge.provider = provider.name
     apply_pix(charge, pix)
@@ -224,7 +228,11 @@ def payability(charge: Transaction) -> Allowance:
     if charge.status is TransactionStatus.WAITING_PAYMENT:
         return ALLOWED
     return refused(
-        Conflict(f"A {charge.status} transaction cannot be paid.", code="transaction_not_payable")
+        Conflict(
+            translatable("A %(status)s transaction cannot be paid."),
+            values={"status": charge.status},
+            code="transaction_not_payable",
+        )
     )
 
 
@@ -259,7 +267,8 @@ def _validated(new: NewCharge) -> dict:
         )
     if new.amount > MAX_AMOUNT:
         raise InvalidRequest(
-            f"amount is at most {format_money(MAX_AMOUNT, PIX_CURRENCY, DECIMAL_POINT)}.",
+            translatable("amount is at most %(max)s."),
+            values={"max": Amount(MAX_AMOUNT, PIX_CURRENCY)},
             code="invalid_amount",
             param="amount",
         )
@@ -267,7 +276,9 @@ def _validated(new: NewCharge) -> dict:
         raise InvalidRequest("Pix charges are in BRL.", param="currency")
     if new.description is not None and len(new.description) > MAX_DESCRIPTION:
         raise InvalidRequest(
-            f"description is at most {MAX_DESCRIPTION} characters.", param="description"
+            translatable("description is at most %(max)s characters."),
+            values={"max": MAX_DESCRIPTION},
+            param="description",
         )
     customer = new.customer
     document = customers.tax_id(customer.document, "customer.document")

@@ -15,8 +15,9 @@ from app.config import PAYMENT_METHODS
 from app.errors import Conflict, InvalidRequest, ServiceUnavailable, Unprocessable
 from app.extensions import MONEY_QUEUE, db
 from app.formats.charges import raw_id
-from app.formats.money import DECIMAL_POINT, format_money
+from app.formats.money import Amount
 from app.formats.payments import TRANSACTION_ID_PREFIX
+from app.marks import translatable
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.models.constants import PAYMENT_CURRENCY_CODE
@@ -118,15 +119,19 @@ def cancel(account_id: str, mode: KeyMode, payment_id: str) -> Transaction:
             pix_payments.return_held_on_cancel(payment, held)
     except ProviderRefused as error:
         raise Conflict(
-            f"The provider refused to cancel the payment ({error.message}); it may have been "
-            "paid meanwhile: refund it once it settles.",
+            translatable(
+                "The provider refused to cancel the payment (%(problem)s); it may have been "
+                "paid meanwhile: refund it once it settles."
+            ),
+            values={"problem": error.message},
             code="transaction_not_cancellable",
         ) from error
     except ProviderError as error:
         raise ServiceUnavailable(
-            f"The provider could not cancel the payment ({error.message}); retry."
+            translatable("The provider could not cancel the payment (%(problem)s); retry."),
+            values={"problem": error.message},
         ) from error
-    mark_cancelled(payment, "Cancelled by the merchant.")
+    mark_cancelled(payment, translatable("Cancelled by the merchant."))
     return payment
 
 
@@ -137,8 +142,11 @@ def cancellability(payment: Transaction) -> Allowance:
         return ALLOWED
     return refused(
         Conflict(
-            f"A {payment.status} transaction cannot be cancelled; only WAITING_PAYMENT, "
-            "PENDING or PROCESSING ones can (refund a paid one instead).",
+            translatable(
+                "A %(status)s transaction cannot be cancelled; only WAITING_PAYMENT, "
+                "PENDING or PROCESSING ones can (refund a paid one instead)."
+            ),
+            values={"status": payment.status},
             code="transaction_not_cancellable",
         )
     )
@@ -162,7 +170,9 @@ def settle(
         if not approved:
             payment.metadata_ = {
                 **payment.metadata_,
-                "failure": lifecycle.failure("The card issuer declined the payment.", "declined"),
+                "failure": lifecycle.failure(
+                    translatable("The card issuer declined the payment."), "declined"
+                ),
             }
             lifecycle.transition(payment, S.REFUSED)
             return payment
@@ -187,8 +197,10 @@ def _require_support(
     unserved = [method for method in methods if not provider.supports(method, currency, amount)]
     if unserved:
         raise Unprocessable(
-            f"No provider serves {', '.join(unserved)} for "
-            f"{format_money(amount, currency, DECIMAL_POINT)}; choose another method or currency.",
+            translatable(
+                "No provider serves %(methods)s for %(amount)s; choose another method or currency."
+            ),
+            values={"methods": ", ".join(unserved), "amount": Amount(amount, currency)},
             code="unprocessable_entity",
         )
 

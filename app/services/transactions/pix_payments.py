@@ -31,6 +31,7 @@ import sqlalchemy as sa
 
 from app.errors import Conflict, Unprocessable
 from app.extensions import db
+from app.marks import translatable
 from app.models import (
     FINAL_REFUND_STATUSES,
     KeyMode,
@@ -277,8 +278,9 @@ def _return(charge: Transaction, received: ReceivedPix, reason: str) -> Refund:
         settle_return(
             refund,
             RefundStatus.FAILED,
-            failure_reason="Not sent: the Pix was received over 90 days ago, past the "
-            "devolução window.",
+            failure_reason=translatable(
+                "Not sent: the Pix was received over 90 days ago, past the devolução window."
+            ),
         )
         return refund
     provider = provider_named(charge.provider, charge.mode)

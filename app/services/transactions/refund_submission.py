@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from app.extensions import db
 from app.formats.payments import payment_event_data, refund_event_data
+from app.marks import translatable
 from app.models import (
     SETTLED_STATUSES,
     LedgerAccount,
@@ -105,7 +106,9 @@ def poll(refund_id: str) -> Refund | None:
         _complete(refund, payment)
     elif state.status == R.FAILED:
         refund_funding.fail_funded(
-            refund, payment, state.failure_reason or "The provider could not refund the payer."
+            refund,
+            payment,
+            state.failure_reason or translatable("The provider could not refund the payer."),
         )
     return refund
 

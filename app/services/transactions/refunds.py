@@ -19,8 +19,8 @@ import sqlalchemy as sa
 
 from app.errors import Conflict, InvalidRequest, NotFound, Unprocessable
 from app.extensions import MONEY_QUEUE, db
-from app.formats.labels import translatable
-from app.formats.money import DECIMAL_POINT, format_money
+from app.formats.money import Amount
+from app.marks import translatable
 from app.models import (
     DISPUTED_STATUSES,
     SETTLED_STATUSES,
@@ -48,7 +48,9 @@ REFUND_NOT_SUPPORTED = "REFUND_NOT_SUPPORTED"
 CHARGE_DISPUTED = "charge_disputed"
 EXCEEDS_REFUNDABLE = "refund_exceeds_refundable"
 NOT_CANCELLABLE = "refund_not_cancellable"
-CANCELLED_BY_MERCHANT = "Cancelled by the merchant before it was funded; nothing was debited."
+CANCELLED_BY_MERCHANT = translatable(
+    "Cancelled by the merchant before it was funded; nothing was debited."
+)
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,10 @@ def refundability(payment: Transaction) -> Refundability:
     if payment.status not in SETTLED_STATUSES:
         return Refundability(
             Conflict(
-                f"Only PAID or APPROVED transactions can be refunded; this one is "
-                f"{payment.status}.",
+                translatable(
+                    "Only PAID or APPROVED transactions can be refunded; this one is %(status)s."
+                ),
+                values={"status": payment.status},
                 code="transaction_not_refundable",
             )
         )
@@ -94,7 +98,8 @@ def refundability(payment: Transaction) -> Refundability:
     if payment.paid_with not in provider.refundable_methods:
         return Refundability(
             Unprocessable(
-                f"The provider of {payment.paid_with} payments does not support refunds.",
+                translatable("The provider of %(method)s payments does not support refunds."),
+                values={"method": payment.paid_with},
                 code=REFUND_NOT_SUPPORTED,
             )
         )
@@ -126,13 +131,17 @@ def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: Refun
     amount = refundable.amount if order.amount is None else order.amount
     if amount > refundable.amount:
         raise InvalidRequest(
-            f"At most {format_money(refundable.amount, payment.currency, DECIMAL_POINT)} of "
-            "this transaction can still be refunded.",
+            translatable("At most %(amount)s of this transaction can still be refunded."),
+            values={"amount": Amount(refundable.amount, payment.currency)},
             code=EXCEEDS_REFUNDABLE,
             param="amount",
         )
     if order.reason is not None and len(order.reason) > MAX_REASON:
-        raise InvalidRequest(f"reason is at most {MAX_REASON} characters.", param="reason")
+        raise InvalidRequest(
+            translatable("reason is at most %(max)s characters."),
+            values={"max": MAX_REASON},
+            param="reason",
+        )
     charges_fee = strategy is RefundStrategy.CASHOUT and bool(order.pass_fee_to_tenant)
     refund = Refund(
         account_id=payment.account_id,
@@ -179,7 +188,7 @@ def get_refund(account_id: str, mode: KeyMode, payment_id: str, refund_id: str) 
         )
     )
     if refund is None:
-        raise NotFound("No such refund.")
+        raise NotFound(translatable("No such refund."))
     return refund
 
 
@@ -190,8 +199,12 @@ def cancellability(refund: Refund) -> Allowance:
         return ALLOWED
     return refused(
         Conflict(
-            f"Only a refund waiting for funds can be cancelled; this one is {refund.status}"
-            + (" and already funded." if refund.status is R.PENDING else "."),
+            translatable("Only a refund waiting for funds can be cancelled; it is already funded.")
+            if refund.status is R.PENDING
+            else translatable(
+                "Only a refund waiting for funds can be cancelled; this one is %(status)s."
+            ),
+            values={} if refund.status is R.PENDING else {"status": refund.status},
             code=NOT_CANCELLABLE,
         )
     )
@@ -227,13 +240,16 @@ def _route(
                 param="destinationKey" if order.destination_key is not None else "passFeeToTenant",
             )
         if not pix_payments.within_devolution_window(payment.paid_at):
-            instead = (
-                "use the cashout strategy instead."
-                if sends_pix_out(provider)
-                else "this provider sends no Pix-outs, so it can no longer be refunded by Pix."
-            )
             raise Conflict(
-                f"A Pix devolution is possible for 90 days after the payment; {instead}",
+                translatable(
+                    "A Pix devolution is possible for 90 days after the payment; use the "
+                    "cashout strategy instead."
+                )
+                if sends_pix_out(provider)
+                else translatable(
+                    "A Pix devolution is possible for 90 days after the payment; this provider "
+                    "sends no Pix-outs, so it can no longer be refunded by Pix."
+                ),
                 code="refund_window_expired",
                 param="strategy",
             )

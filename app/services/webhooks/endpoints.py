@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from app.errors import Conflict, InvalidRequest, NotFound
 from app.extensions import db
 from app.formats import event_catalog
+from app.marks import translatable
 from app.models import DeliveryStatus, EndpointStatus, KeyMode, WebhookDelivery, WebhookEndpoint
 from app.models.base import utcnow
 from app.services import secrets_box
@@ -72,7 +73,7 @@ def get_endpoint(account_id: str, mode: KeyMode, endpoint_id: str) -> WebhookEnd
         _undeleted(account_id, mode).where(WebhookEndpoint.id == endpoint_id)
     )
     if endpoint is None:
-        raise NotFound("No such webhook endpoint.")
+        raise NotFound(translatable("No such webhook endpoint."))
     return endpoint
 
 
@@ -145,12 +146,18 @@ def _endpoint_with_url(
 
 
 def _url_taken(twin: WebhookEndpoint) -> Conflict:
-    disabled = (
-        " (INACTIVE: it can be enabled again)" if twin.status is EndpointStatus.INACTIVE else ""
-    )
+    inactive = twin.status is EndpointStatus.INACTIVE
     return Conflict(
-        f"Webhook endpoint {twin.id}{disabled} already has this URL; each URL has one endpoint "
-        "per mode, so change that endpoint's events instead.",
+        translatable(
+            "Webhook endpoint %(id)s (INACTIVE: it can be enabled again) already has this URL; "
+            "each URL has one endpoint per mode, so change that endpoint's events instead."
+        )
+        if inactive
+        else translatable(
+            "Webhook endpoint %(id)s already has this URL; each URL has one endpoint per mode, "
+            "so change that endpoint's events instead."
+        ),
+        values={"id": twin.id},
         code=URL_TAKEN,
         param="url",
     )
@@ -200,7 +207,9 @@ def resendability(endpoint: WebhookEndpoint) -> Allowance:
     if endpoint.status is EndpointStatus.ACTIVE:
         return ALLOWED
     return refused(
-        Conflict("The endpoint is INACTIVE; activate it first.", code="endpoint_inactive")
+        Conflict(
+            translatable("The endpoint is INACTIVE; activate it first."), code="endpoint_inactive"
+        )
     )
 
 

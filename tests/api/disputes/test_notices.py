@@ -91,12 +91,15 @@ def test_owners_and_admins_are_emailed_when_a_case_opens_and_resolves(
     # in the Brazilian account's language (`app.i18n.account_locale`), money included
     assert f"Acme Pay: contestação {case['id']} aberta" in opened
     assert "R$\u00a0" in opened and "fica retido na sua carteira" in opened
+    assert "(MED, R$" in opened  # the dispute's type as a word: MED is its name in Portuguese
 
     d.decide(client, shop.api_key, case["id"], "rejected")
     run_jobs(app, redis)
     mails = _mails(mailbox)
     assert len(mails) == 2
-    assert any(f"contestação {case['id']} rejeitada" in m and "(lost)" in m for m in mails)
+    assert any(
+        f"contestação {case['id']} rejeitada" in m and "(Devolvido ao pagador)" in m for m in mails
+    )
     with app.app_context():
         assert dispute_jobs.sweep_dispute_notices() == 0  # nothing left to send
 
