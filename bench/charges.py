@@ -1,4 +1,5 @@
-"""Benchmark: Pix charge creation over HTTP, next to a bare endpoint of the same app.
+"""Benchmark: Pix charge creation over HTTP, next to a bare endpoint of the same app and a
+bare durable write.
 
 Usage: `.venv/bin/python bench/charges.py [--workers 2 --threads 4 --concurrency 8 ...]`
 or `make bench`. Never part of the test suite.
@@ -11,10 +12,16 @@ What it does, in one run on this machine:
 2. Starts the app under gunicorn (gthread workers) with `APP_ENV=development` and the
    account's velocity limit raised to 10,000,000, so the guard still runs its query on every
    charge but never refuses benchmark traffic.
-3. Drives three phases with a pool of HTTP client threads (one `requests.Session` each), each
+   Beside it, with the same gunicorn options, the durable-write floor (`bench/floor_app.py`,
+   issue 22): a bare WSGI app whose POST does one `INSERT … RETURNING` and a `COMMIT` on the
+   same database.
+3. Drives four phases with a pool of HTTP client threads (one `requests.Session` each), each
    after a short warm-up that is not counted:
    - `healthz`: `GET /healthz`, the bare endpoint: routing, the request log line and a JSON
      answer, no database. It measures the server, the framework and the client.
+   - `floor`: `POST /` to the floor app with a JSON body the size of a charge request; each
+     must answer 201. What a durable write costs here with no framework, no validation and
+     no events: the least charge creation could cost.
    - `create`: `POST /v1/charges` (API key, idempotency key, velocity guard, BR Code, events,
      commit); each must answer 201 with a pending charge. All charges belong to one account,
      like one busy merchant's traffic.
@@ -23,15 +30,18 @@ What it does, in one run on this machine:
 4. Prints, per phase, requests, errors (any answer but the expected one, or no answer),
    elapsed time, requests/s, latency percentiles and the CPU the client itself used (in cores:
    near the machine's core count, the client is what limits the figures), then the ratios to
-   `healthz`; with `--json` also one JSON object. Stops gunicorn and drops the database at
-   the end, also on failure, Ctrl-C or SIGTERM. Any error makes the exit status 1.
+   `healthz` and to `floor`; with `--json` also one JSON object. Stops both servers and
+   drops the database at the end, also on failure, Ctrl-C or SIGTERM. Any error makes the
+   exit status 1.
 
 How to read the ratios: the bare endpoint runs on the same server, machine and run, so
 dividing by it takes out much of what the machine and the load generator contribute (not all:
 on a small machine the client takes CPU from the server, most in the fastest phase).
 `throughput create / healthz` is the share of the bare server's requests/s left once each
 request creates a charge (1.0 would mean charge creation is free); `p50` and `p99 create /
-healthz` are how many times slower a charge creation is than the bare request. Compare ratios
+healthz` are how many times slower a charge creation is than the bare request. `create /
+floor` is the share of a bare durable write's requests/s that charge creation keeps (issue 22
+asks for 0.40x, with p99 at most 3x the floor's). Compare ratios
 between commits on the same machine; absolute figures only between runs on the same machine.
 """
 
@@ -49,6 +59,7 @@ from dataclasses import dataclass
 from typing import IO
 from urllib.parse import urlsplit
 
+import psycopg
 import requests
 from common import (
     BIN,
@@ -72,7 +83,14 @@ from common import (
 
 ACCOUNT_VELOCITY_LIMIT = 10_000_000
 API_RATE_LIMIT = 10_000_000  # per minute: counted on every request, never refusing the benchmark
-DEFAULT_SIZES = {"healthz": 2000, "create": 1000, "get": 1000}
+DEFAULT_SIZES = {"healthz": 2000, "floor": 2000, "create": 1000, "get": 1000}
+FLOOR_APP = "floor_app:app"  # bench/floor_app.py, served with --pythonpath bench
+FLOOR_TABLE_SQL = (
+    "CREATE TABLE bench_floor ("
+    "id bigserial PRIMARY KEY, body text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
+)
+# A body the size of the charge requests `create` sends.
+FLOOR_BODY = {"amount": 1000, "payment_method": "pix", "description": "bench"}
 
 Request = Callable[[requests.Session, int], requests.Response]
 Check = Callable[[requests.Response], str | None]
@@ -183,9 +201,28 @@ def gunicorn(env: dict[str, str], workers: int, threads: int) -> Iterator[str]:
     answering /healthz; yields that base URL. Logs go to a temp file, shown when the server
     fails to start."""
     base_url = env["PUBLIC_BASE_URL"]
+    with served("wsgi:app", base_url, env, workers, threads, "/healthz"):
+        yield base_url
+
+
+@contextmanager
+def floor_server(env: dict[str, str], workers: int, threads: int) -> Iterator[str]:
+    """The durable-write floor (`bench/floor_app.py`) under the same gunicorn options, on a
+    port of its own, writing to the run's database; yields its base URL."""
+    base_url = f"http://127.0.0.1:{free_port()}"
+    with served(FLOOR_APP, base_url, env, workers, threads, "/", "--pythonpath", "bench"):
+        yield base_url
+
+
+@contextmanager
+def served(
+    app: str, base_url: str, env: dict[str, str], workers: int, threads: int, health: str,
+    *options: str,
+) -> Iterator[None]:  # fmt: skip
+    """`app` under gunicorn (gthread) at `base_url`, once `health` answers 200."""
     command = [
         str(BIN / "gunicorn"),
-        "wsgi:app",
+        app,
         "--bind",
         urlsplit(base_url).netloc,
         "--workers",
@@ -194,24 +231,25 @@ def gunicorn(env: dict[str, str], workers: int, threads: int) -> Iterator[str]:
         "gthread",
         "--threads",
         str(threads),
+        *options,
     ]
     with logged_process(command, env) as (server, log):
-        wait_until_healthy(server, base_url, log)
-        yield base_url
+        wait_until_healthy(server, base_url + health, log)
+        yield
 
 
-def wait_until_healthy(server: subprocess.Popen, base_url: str, log: IO[str]) -> None:
+def wait_until_healthy(server: subprocess.Popen, health_url: str, log: IO[str]) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if server.poll() is not None:
             break
         try:
-            if requests.get(f"{base_url}/healthz", timeout=1).status_code == 200:
+            if requests.get(health_url, timeout=1).status_code == 200:
                 return
         except requests.RequestException:
             pass
         time.sleep(0.1)
-    raise BenchmarkError(f"gunicorn did not answer /healthz with 200:\n{tail(log)}")
+    raise BenchmarkError(f"gunicorn did not answer {health_url} with 200:\n{tail(log)}")
 
 
 def run_phase(name: str, total: int, concurrency: int, send: Request, expect: Check) -> PhaseResult:
@@ -273,13 +311,19 @@ def expect_pending_charge(response: requests.Response) -> str | None:
 
 
 def phases(
-    base_url: str, api_key: str, sizes: dict[str, int], charge_ids: list[str]
+    base_url: str, floor_url: str, api_key: str, sizes: dict[str, int], charge_ids: list[str]
 ) -> list[Phase]:
-    """The three phases in order; `get` reads the ids that `create` leaves in charge_ids."""
+    """The four phases in order; `get` reads the ids that `create` leaves in charge_ids."""
     headers = {"apikey": api_key}
 
     def healthz(session: requests.Session, index: int) -> requests.Response:
         return session.get(f"{base_url}/healthz", timeout=REQUEST_TIMEOUT_SECONDS)
+
+    def floor(session: requests.Session, index: int) -> requests.Response:
+        return session.post(
+            f"{floor_url}/", json={**FLOOR_BODY, "amount": 1000 + index},
+            timeout=REQUEST_TIMEOUT_SECONDS,
+        )  # fmt: skip
 
     def create(session: requests.Session, index: int) -> requests.Response:
         return session.post(
@@ -297,19 +341,25 @@ def phases(
 
     return [
         Phase("healthz", sizes["healthz"], healthz, expect_status(200)),
+        Phase("floor", sizes["floor"], floor, expect_status(201)),
         Phase("create", sizes["create"], create, expect_pending_charge),
         Phase("get", sizes["get"], get, expect_status(200)),
     ]
 
 
 def measure(
-    base_url: str, api_key: str, sizes: dict[str, int], warmup: int, concurrency: int
+    base_url: str,
+    floor_url: str,
+    api_key: str,
+    sizes: dict[str, int],
+    warmup: int,
+    concurrency: int,
 ) -> dict[str, PhaseResult]:
     """Warm up, then measure, each phase. A warm-up error stops the run (the setup is broken);
     errors in a measured phase are counted and the run goes on."""
     charge_ids: list[str] = []
     results: dict[str, PhaseResult] = {}
-    for phase in phases(base_url, api_key, sizes, charge_ids):
+    for phase in phases(base_url, floor_url, api_key, sizes, charge_ids):
         if phase.name == "get" and not charge_ids:
             break  # every create failed: nothing to read, and those errors fail the run
         warm_up = run_phase(f"{phase.name} warm-up", warmup, concurrency, phase.send, phase.expect)
@@ -330,16 +380,29 @@ def describe_errors(result: PhaseResult) -> str:
     return errors_summary(result.name, result.errors, len(result.samples), "requests")
 
 
+# Each measured phase next to the floor it is read against: every phase to the bare
+# endpoint, and the writes (the floor itself and charge creation) to the bare durable write.
+RATIOS = (
+    ("floor", "healthz"),
+    ("create", "healthz"),
+    ("get", "healthz"),
+    ("create", "floor"),
+)
+
+
 def ratios(results: dict[str, PhaseResult]) -> dict[str, dict[str, float]]:
-    base = results["healthz"]
     return {
-        f"{name} / healthz": {
-            "throughput": round(result.requests_per_second / base.requests_per_second, 3),
-            "p50_latency": round(result.percentile_ms(0.5) / base.percentile_ms(0.5), 2),
-            "p99_latency": round(result.percentile_ms(0.99) / base.percentile_ms(0.99), 2),
-        }
-        for name, result in results.items()
-        if name != "healthz"
+        f"{name} / {base_name}": ratio(results[name], results[base_name])
+        for name, base_name in RATIOS
+        if name in results and base_name in results
+    }
+
+
+def ratio(result: PhaseResult, base: PhaseResult) -> dict[str, float]:
+    return {
+        "throughput": round(result.requests_per_second / base.requests_per_second, 3),
+        "p50_latency": round(result.percentile_ms(0.5) / base.percentile_ms(0.5), 2),
+        "p99_latency": round(result.percentile_ms(0.99) / base.percentile_ms(0.99), 2),
     }
 
 
@@ -397,8 +460,11 @@ def benchmark(args: argparse.Namespace) -> None:
         setup = stack.enter_context(migrated_setup(app_environment))
         config = configuration(args, setup)
         _, api_key = create_test_account(setup.env)
+        with psycopg.connect(setup.database_url) as conn:
+            conn.execute(FLOOR_TABLE_SQL)
         base_url = stack.enter_context(gunicorn(setup.env, args.workers, args.threads))
-        results = measure(base_url, api_key, sizes, args.warmup, args.concurrency)
+        floor_url = stack.enter_context(floor_server(setup.env, args.workers, args.threads))
+        results = measure(base_url, floor_url, api_key, sizes, args.warmup, args.concurrency)
     print(report(config, results))
     if args.json:
         print(as_json(config, results))
