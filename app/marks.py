@@ -11,3 +11,11 @@ catalogs. Placeholders are `%(name)s`, filled from the values kept beside the te
 def translatable(text: str) -> str:
     """`text`, unchanged: marked for extraction only."""
     return text
+
+
+class Sentences(tuple):
+    """Several marked messages said together (a Pix key's problems, say), as one value of an
+    `errors.ApiError`: the API reads them joined by "; ", a page translates each."""
+
+    def __str__(self) -> str:
+        return "; ".join(self)

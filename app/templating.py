@@ -14,6 +14,7 @@ from app.errors import ApiError, current_request_id
 from app.formats import labels
 from app.formats.money import Amount, localized_money
 from app.formats.numbers import format_percent
+from app.marks import Sentences
 from app.methods import boleto
 from app.pix import documents
 
@@ -98,6 +99,8 @@ def _written(value: object) -> str:
         return localized_money(*value, str(get_locale()))
     if isinstance(value, enum.Enum):
         return labels.label(value)
+    if isinstance(value, Sentences):
+        return "; ".join(gettext(sentence) for sentence in value)
     return str(value)
 
 

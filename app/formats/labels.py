@@ -79,7 +79,7 @@ DELIVERY_STATUS_LABELS = {
 MONEY_OUTCOME_LABELS = {
     MoneyOutcome.REFUNDED_TO_MERCHANT: _l("Kept by you"),
     MoneyOutcome.CLOSED_WITHOUT_REFUND: _l("Closed without a refund"),
-    MoneyOutcome.LOST: _l("Returned to the payer"),
+    MoneyOutcome.LOST: _l("Lost"),
 }
 # A MED notification's fraud type, as the Banco Central's rules name them (codes in the API).
 MED_METHOD_LABELS = {

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from email_validator import EmailNotValidError, validate_email
 
+from app.marks import translatable
 from app.pix.documents import (
     CNPJ_PATTERN,
     CPF_PATTERN,
@@ -34,9 +35,9 @@ _PHONE_FORMATTING = re.compile(r"[\s\-()]")
 _BRAZIL_PHONE = re.compile(r"\+55(?P<area>[1-9][0-9])(?P<number>9[0-9]{8}|[0-9]{8})")
 _CNPJ_SHAPE = re.compile(r"[0-9A-Za-z]{14}")
 
-NOT_A_KEY = "The key is not a CPF, CNPJ, e-mail, phone or random key (EVP)."
-CNPJ_CHECKSUM_WRONG = "The CNPJ's check digits are wrong."
-CNPJ_WAIVER_NOT_ENABLED = (
+NOT_A_KEY = translatable("The key is not a CPF, CNPJ, e-mail, phone or random key (EVP).")
+CNPJ_CHECKSUM_WRONG = translatable("The CNPJ's check digits are wrong.")
+CNPJ_WAIVER_NOT_ENABLED = translatable(
     "strictCnpj=false was sent, but the CNPJ checksum waiver is not enabled for this account; "
     "ask support to enable it."
 )
@@ -125,9 +126,11 @@ def _invalid(key_type: PixKeyType, *errors: str) -> PixKeyCheck:
 def _check_cpf(key: str) -> PixKeyCheck:
     document = strip_formatting(key)
     if not CPF_PATTERN.fullmatch(document):
-        return _invalid(PixKeyType.CPF, "A CPF key has 11 digits (dots and a dash are allowed).")
+        return _invalid(
+            PixKeyType.CPF, translatable("A CPF key has 11 digits (dots and a dash are allowed).")
+        )
     if not is_valid_cpf(document):
-        return _invalid(PixKeyType.CPF, "The CPF's check digits are wrong.")
+        return _invalid(PixKeyType.CPF, translatable("The CPF's check digits are wrong."))
     return _valid(PixKeyType.CPF, document)
 
 
@@ -135,13 +138,20 @@ def _check_cnpj(key: str, *, strict: bool, waiver: bool) -> PixKeyCheck:
     document = strip_formatting(key)
     if not CNPJ_PATTERN.fullmatch(document):
         if CNPJ_PATTERN.fullmatch(document.upper()):
-            return _invalid(PixKeyType.CNPJ, "A CNPJ key's letters must be upper case.")
+            return _invalid(
+                PixKeyType.CNPJ, translatable("A CNPJ key's letters must be upper case.")
+            )
         return _invalid(
             PixKeyType.CNPJ,
-            "A CNPJ key has 14 characters: 12 digits or upper-case letters, then 2 check digits.",
+            translatable(
+                "A CNPJ key has 14 characters: 12 digits or upper-case letters, "
+                "then 2 check digits."
+            ),
         )
     if len(set(document)) == 1:
-        return _invalid(PixKeyType.CNPJ, "A CNPJ cannot repeat one character 14 times.")
+        return _invalid(
+            PixKeyType.CNPJ, translatable("A CNPJ cannot repeat one character 14 times.")
+        )
     if is_valid_cnpj(document) or (not strict and waiver):
         return _valid(PixKeyType.CNPJ, document)
     if not strict:
@@ -156,13 +166,13 @@ def _check_email(key: str) -> PixKeyCheck:
     if not key.isascii():
         return _invalid(
             PixKeyType.EMAIL,
-            "An e-mail key is ASCII only (no accents or letters of other alphabets).",
+            translatable("An e-mail key is ASCII only (no accents or letters of other alphabets)."),
         )
     domain = key.rpartition("@")[2]
     if any(label.lower().startswith(IDNA_PREFIX) for label in domain.split(".")):
         return _invalid(
             PixKeyType.EMAIL,
-            "An e-mail key's domain may not be internationalised (no xn-- labels).",
+            translatable("An e-mail key's domain may not be internationalised (no xn-- labels)."),
         )
     try:
         address = validate_email(key, check_deliverability=False, allow_smtputf8=False)
@@ -181,14 +191,16 @@ def _check_phone(key: str) -> PixKeyCheck:
     if not number.startswith("+55"):
         return _invalid(
             PixKeyType.PHONE,
-            "A phone key must start with +55 (Brazil), for example +5511987654321.",
+            translatable("A phone key must start with +55 (Brazil), for example +5511987654321."),
         )
     match = _BRAZIL_PHONE.fullmatch(number)
     if match is None or int(match["area"]) < 11:
         return _invalid(
             PixKeyType.PHONE,
-            "A phone key is +55, a 2-digit area code (11-99) and an 8-digit number or a "
-            "9-digit mobile number starting with 9, for example +5511987654321.",
+            translatable(
+                "A phone key is +55, a 2-digit area code (11-99) and an 8-digit number or a "
+                "9-digit mobile number starting with 9, for example +5511987654321."
+            ),
         )
     return _valid(PixKeyType.PHONE, number)
 
@@ -198,7 +210,9 @@ def _check_evp(key: str) -> PixKeyCheck:
     if not _UUID_V4.fullmatch(lowered):
         return _invalid(
             PixKeyType.EVP,
-            "A random key (EVP) is a version 4 UUID, "
-            "for example 123e4567-e89b-42d3-a456-426614174000.",
+            translatable(
+                "A random key (EVP) is a version 4 UUID, "
+                "for example 123e4567-e89b-42d3-a456-426614174000."
+            ),
         )
     return _valid(PixKeyType.EVP, lowered)

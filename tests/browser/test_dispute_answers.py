@@ -96,6 +96,6 @@ def test_accepting_takes_the_confirmation_box_and_loses_the_amount(app, client, 
     )
     expect(answer).to_contain_text("The case is accepted: there is nothing left to answer.")
     details = page.get_by_role("region", name="Details")
-    expect(details).to_contain_text("lost: the held amount was returned to the payer")
+    expect(details).to_contain_text("Lost: the held amount was returned to the payer")
     body = _case(client, shop, case["id"])
     assert (body["status"], body["money_outcome"]) == ("accepted", "lost")

@@ -4,6 +4,7 @@ values (amounts, statuses, ids) as the reader reads them, while the JSON API ans
 refusal in English with the contract's code."""
 
 import html
+import re
 
 from app.errors import Conflict, InvalidRequest
 from app.formats.money import Amount
@@ -12,10 +13,12 @@ from app.models import PayoutStatus
 from app.templating import refusal_text
 from tests.support import factories
 from tests.support.dashboard import post_form, sign_in
-from tests.support.http import assert_error
+from tests.support.http import assert_error, csrf_token
 from tests.support.payments import created
+from tests.support.payouts import funded_merchant
 
 WEBHOOKS = "/dashboard/webhooks"
+PAYOUTS = "/dashboard/payouts"
 
 
 def _text(response) -> str:
@@ -76,3 +79,24 @@ def test_the_error_page_speaks_the_readers_language(client, owner):
     assert "404 · Página ou recurso não encontrado." in _text(missing)
     english = client.get("/dashboard/no-such-page")
     assert "404 · No such route or resource." in _text(english)
+
+
+def test_a_pix_keys_problems_are_in_portuguese_on_the_payout_form(app, client, monkeypatch):
+    merchant = funded_merchant(app, client, monkeypatch)
+    sign_in(client, merchant.member)
+    client.environ_base["HTTP_ACCEPT_LANGUAGE"] = "pt-BR"
+    page = client.get(PAYOUTS).get_data(as_text=True)
+    key = re.search(r'name="idempotency_key" type="hidden" value="([0-9a-f]+)"', page)[1]
+    response = client.post(
+        PAYOUTS,
+        data={
+            "csrf_token": csrf_token(page),
+            "idempotency_key": key,
+            "mode": "test",
+            "amount": "100,00",
+            "pix_key": "529.982.247-24",
+            "pix_key_type": "CPF",
+        },
+    )
+    assert response.status_code == 400
+    assert "Chave Pix inválida: Os dígitos verificadores do CPF estão errados." in _text(response)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from app.errors import Conflict, InvalidRequest, NotFound
 from app.extensions import db
 from app.formats.money import Amount
-from app.marks import translatable
+from app.marks import Sentences, translatable
 from app.models import Account, KeyMode, Membership, Payout, PayoutStatus, PayoutType
 from app.pix import keys
 from app.pix.documents import strip_formatting, tax_id_kind
@@ -159,7 +159,7 @@ def _pix_destination(new: NewPayout, account: Account) -> dict:
     if not checked.valid:
         raise InvalidRequest(
             translatable("Invalid Pix key: %(problems)s"),
-            values={"problems": "; ".join(checked.errors)},
+            values={"problems": Sentences(checked.errors)},
             code="invalid_pix_key",
             param="pixKey",
         )

@@ -97,9 +97,7 @@ def test_owners_and_admins_are_emailed_when_a_case_opens_and_resolves(
     run_jobs(app, redis)
     mails = _mails(mailbox)
     assert len(mails) == 2
-    assert any(
-        f"contestação {case['id']} rejeitada" in m and "(Devolvido ao pagador)" in m for m in mails
-    )
+    assert any(f"contestação {case['id']} rejeitada" in m and "(Perdida)" in m for m in mails)
     with app.app_context():
         assert dispute_jobs.sweep_dispute_notices() == 0  # nothing left to send
 
