@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 
 from app.errors import RateLimited
 from app.extensions import get_redis
-from app.services.redis_counters import count_in_window
+from app.services.redis_counters import count_in_windows
 
 log = logging.getLogger(__name__)
 KEY_PREFIX = "api_rate"
@@ -49,19 +49,20 @@ def count_request(api_key_id: str, account_id: str) -> Allowance | None:
             config["API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE"],
         ),
     ]
-    allowances = []
     try:
-        redis = get_redis()
-        for scope, key, limit in limits:
-            count, seconds_left = count_in_window(redis, key, WINDOW_SECONDS)
-            if count > limit:
-                raise RateLimited(
-                    f"Too many requests for this {scope}: at most {limit} a minute.",
-                    retry_after=seconds_left,
-                    headers=Allowance(limit, 0).headers,
-                )
-            allowances.append(Allowance(limit, limit - count))
+        counted = count_in_windows(
+            get_redis(), [(key, limit) for _, key, limit in limits], WINDOW_SECONDS
+        )
     except RedisError:
         log.warning("API rate limits unavailable; request not limited", exc_info=True)
         return None
+    allowances = []
+    for (scope, _, limit), (count, seconds_left) in zip(limits, counted, strict=False):
+        if count > limit:
+            raise RateLimited(
+                f"Too many requests for this {scope}: at most {limit} a minute.",
+                retry_after=seconds_left,
+                headers=Allowance(limit, 0).headers,
+            )
+        allowances.append(Allowance(limit, limit - count))
     return min(allowances, key=lambda allowance: allowance.remaining)

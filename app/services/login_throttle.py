@@ -25,7 +25,7 @@ from app.errors import InvalidRequest, RateLimited, Unauthorized
 from app.extensions import get_redis
 from app.marks import translatable
 from app.services.accounts import normalise_email
-from app.services.redis_counters import count_in_window
+from app.services.redis_counters import count_in_windows
 
 log = logging.getLogger(__name__)
 KEY_PREFIX = "login_failures"
@@ -69,8 +69,7 @@ def _reserve(counters: list["_Counter"], client_ip: str | None) -> bool:
     ends, when one is past its limit. False when Redis cannot be reached (not throttled)."""
     window = current_app.config["LOGIN_FAILURE_WINDOW_SECONDS"]
     try:
-        redis = get_redis()
-        counts = [count_in_window(redis, counter.key, window) for counter in counters]
+        counts = count_in_windows(get_redis(), [(c.key, None) for c in counters], window)
     except RedisError:
         log.warning("login throttle unavailable; sign-in not throttled", exc_info=True)
         return False
