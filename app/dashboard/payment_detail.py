@@ -174,8 +174,7 @@ def _detail_page(
         checkout_url=checkout_url(payment),
         boleto_line=boleto.formatted_line(payment.boleto_line) if payment.boleto_line else None,
         description=metadata.get("description"),
-        # the service's words, translated where it marked them (a provider's stay its own)
-        failure_reason=_(metadata["failure"]["reason"]) if metadata.get("failure") else None,
+        failure_reason=_failure_reason(metadata),
         phone=metadata.get(payments.PHONE_KEY),
         metadata={k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS},
         payable=charges.payability(payment).allowed,
@@ -195,6 +194,13 @@ def _detail_page(
     )
     db.session.commit()  # a transaction found expired on read
     return html, status
+
+
+def _failure_reason(metadata: dict) -> str | None:
+    """Why the payment ended unpaid, in the page's language where the service marked its
+    words (a provider's own stay as they came); None when it did not fail."""
+    reason = (metadata.get("failure") or {}).get("reason")
+    return _(reason) if reason else None
 
 
 def _refund_order(form: RefundForm, *, is_pix: bool) -> RefundOrder:
