@@ -1,7 +1,8 @@
 # Shortcuts for the README's commands and the benchmarks (bench/README.md; results in
 # docs/performance.md). `make bench` runs the four benchmarks, one after the other;
 # `make bench-charges`, `make bench-webhooks`, `make bench-payments` and `make bench-lists`
-# run one, and `make bench-hotpaths` runs the profiler (not part of `make bench`). Options go
+# run one, `make bench-quick` runs the first three smaller (under two minutes here), and
+# `make bench-hotpaths` runs the profiler (not part of `make bench`). Options go
 # through BENCH_ARGS (charges, e.g. BENCH_ARGS="--workers 4 --json"), WEBHOOKS_BENCH_ARGS
 # (webhooks, e.g. "--deliveries 1000"), PAYMENTS_BENCH_ARGS (payments, e.g. "--concurrency
 # 4"), LISTS_BENCH_ARGS (lists, e.g. "--sizes 10000 100000") and HOTPATHS_ARGS (profiler,
@@ -18,14 +19,22 @@ WEBHOOKS_BENCH = $(VENV_PYTHON) bench/webhooks.py $(WEBHOOKS_BENCH_ARGS)
 PAYMENTS_BENCH = $(VENV_PYTHON) bench/payments.py $(PAYMENTS_BENCH_ARGS)
 LISTS_BENCH = $(VENV_PYTHON) bench/lists.py $(LISTS_BENCH_ARGS)
 
-.PHONY: bench bench-charges bench-webhooks bench-payments bench-lists bench-hotpaths \
-	bench-requirements test run translations
+.PHONY: bench bench-quick bench-charges bench-webhooks bench-payments bench-lists \
+	bench-hotpaths bench-requirements test run translations
 
 bench: bench-requirements
 	$(CHARGES_BENCH)
 	$(WEBHOOKS_BENCH)
 	$(PAYMENTS_BENCH)
 	$(LISTS_BENCH)
+
+# The same benchmarks, smaller, for a quick look at their ratios after a change to a hot path
+# (issue 22): charge creation and GET against /healthz and the durable-write floor, webhook
+# deliveries against a plain POST loop, finalisation and the stats over 100,000 rows.
+bench-quick: bench-requirements
+	$(VENV_PYTHON) bench/charges.py --requests 500 --warmup 20
+	$(VENV_PYTHON) bench/webhooks.py --deliveries 200
+	$(VENV_PYTHON) bench/payments.py --payments 20 --stats-rows 100000 --stats-repeats 3
 
 bench-charges: bench-requirements
 	$(CHARGES_BENCH)

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from app.errors import NotFound
 from app.extensions import db
 from app.formats.charges import charge_id
+from app.marks import translatable
 from app.models import (
     Account,
     KeyMode,
@@ -170,7 +171,7 @@ def resolve(notice_id: str, user_id: str) -> PspNotice:
     """Staff have dealt with it; it reopens if the PSP reports it again."""
     notice = db.session.get(PspNotice, notice_id)
     if notice is None:
-        raise NotFound("No such notice.")
+        raise NotFound(translatable("No such notice."))
     if notice.resolved_at is None:
         notice.resolved_at, notice.resolved_by = utcnow(), user_id
     return notice

@@ -12,6 +12,7 @@ from datetime import timedelta
 from flask import current_app
 
 from app.errors import InvalidRequest, NotFound
+from app.marks import translatable
 from app.models import (
     DisputeCase,
     DisputeType,
@@ -42,7 +43,7 @@ def simulate_payment(
     """By default the exact amount from the expected payer; `payer_document=None` makes the
     bank report no payer document."""
     if charge.mode is not KeyMode.TEST:
-        raise NotFound("No such charge.")
+        raise NotFound(translatable("No such charge."))
     if payer_document is EXPECTED_PAYER:
         payer_document = (
             charge.expected_payer_tax_id or charge.customer_document or SANDBOX_PAYER_CPF
@@ -66,7 +67,7 @@ def pay_by_method(
     """Pay a test transaction awaiting payment by one of its methods (the only one when
     `method` is None); a card may be declined with `approved=False`."""
     if transaction.mode is not KeyMode.TEST:
-        raise NotFound("No such charge.")
+        raise NotFound(translatable("No such charge."))
     offered = transaction.payment_methods
     if method is None:
         if len(offered) > 1:
@@ -92,7 +93,7 @@ def open_dispute(charge: Transaction, report: dict) -> tuple[DisputeCase, bool]:
     """The payer's bank disputes a test-mode charge; `report` as the sandbox route takes it.
     Without `external_id`, one notification per charge: sending it again finds that case."""
     if charge.mode is not KeyMode.TEST:
-        raise NotFound("No such charge.")
+        raise NotFound(translatable("No such charge."))
     now = utcnow()
     hours = current_app.config["SANDBOX_DISPUTE_RESPONSE_HOURS"]
     notice = cases.DisputeNotice(

@@ -79,6 +79,11 @@ def test_the_error_page_speaks_the_readers_language(client, owner):
     assert "404 · Página ou recurso não encontrado." in _text(missing)
     english = client.get("/dashboard/no-such-page")
     assert "404 · No such route or resource." in _text(english)
+    payment = client.get(
+        "/dashboard/payments/tx_00000000-0000-4000-8000-000000000000",
+        headers={"Accept-Language": "pt-BR"},
+    )
+    assert payment.status_code == 404 and "404 · Cobrança não encontrada." in _text(payment)
 
 
 def test_a_pix_keys_problems_are_in_portuguese_on_the_payout_form(app, client, monkeypatch):

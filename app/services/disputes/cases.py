@@ -257,7 +257,7 @@ def request_evidence(case_id: str, actor_user_id: str | None = None) -> DisputeC
     """The platform asks the merchant for evidence (`evidence_requested_at`)."""
     case = _lock(case_id)
     if case is None:
-        raise NotFound("No such dispute case.")
+        raise NotFound(translatable("No such dispute case."))
     if case.is_final:
         raise Conflict(f"The case is already {case.status}.", code=NOT_OPEN)
     now = utcnow()
@@ -276,7 +276,7 @@ def decide(
         raise InvalidRequest(f"decision is one of {', '.join(DECISIONS)}.", param="decision")
     case = _lock(case_id)
     if case is None:
-        raise NotFound("No such dispute case.")
+        raise NotFound(translatable("No such dispute case."))
     if case.is_final:
         raise Conflict(f"The case is already {case.status}.", code=NOT_OPEN)
     status, outcome = DECISIONS[decision]
@@ -294,7 +294,7 @@ def confirm_amount(case_id: str, amount: int, actor_user_id: str | None) -> Disp
     on the case is decided like any other."""
     case = _lock(case_id)
     if case is None:
-        raise NotFound("No such dispute case.")
+        raise NotFound(translatable("No such dispute case."))
     if case.is_final or not case.under_review:
         raise Conflict(
             translatable("Only an undecided case under review can be confirmed."), code=NOT_OPEN

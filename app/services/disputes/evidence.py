@@ -98,7 +98,7 @@ def complete_upload(
         .execution_options(populate_existing=True)
     )
     if evidence is None:
-        raise NotFound("No such evidence.")
+        raise NotFound(translatable("No such evidence."))
     if evidence.uploaded_at is not None:
         return evidence
     storage = evidence_storage()

@@ -11,6 +11,7 @@ from app.errors import InvalidRequest
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX
 from app.formats.disputes import med_case_object
+from app.marks import translatable
 from app.models import DisputeCase, DisputeEvidence, DisputeStatus, DisputeType, KeyMode
 from app.models.dispute import DISPUTE_SEARCH_TEXT
 from app.services import search, tenancy
@@ -44,7 +45,11 @@ class CasePage:
 def get_case(account_id: str, mode: KeyMode, case_id: str) -> DisputeCase:
     """A case of the caller's account and mode; anything else is 404."""
     return tenancy.owned(
-        DisputeCase, case_id, "No such dispute case.", account_id=account_id, mode=mode
+        DisputeCase,
+        case_id,
+        translatable("No such dispute case."),
+        account_id=account_id,
+        mode=mode,
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import sqlalchemy as sa
 
 from app.extensions import db
+from app.marks import translatable
 from app.models import KeyMode, Payout, PayoutStatus
 from app.models.payout import PAYOUT_SEARCH_TEXT
 from app.services import search, tenancy
@@ -15,7 +16,9 @@ LISTING_ORDER = (Payout.created_at.desc(), Payout.id.desc())  # newest first
 
 
 def get(account_id: str, payout_id: str) -> Payout:
-    return tenancy.owned(Payout, payout_id, "No such withdrawal.", account_id=account_id)
+    return tenancy.owned(
+        Payout, payout_id, translatable("No such withdrawal."), account_id=account_id
+    )
 
 
 def list_payouts(

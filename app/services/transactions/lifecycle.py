@@ -10,6 +10,7 @@ from datetime import datetime
 from app.errors import NotFound
 from app.formats.charges import charge_object
 from app.formats.payments import payment_event_data
+from app.marks import translatable
 from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.services import locking, tenancy
@@ -52,7 +53,11 @@ EVENTS_ON_ENTRY: dict[TransactionStatus, tuple[str, ...]] = {
 def find(account_id: str, mode: KeyMode, transaction_id: str) -> Transaction:
     """A transaction of the caller's account and mode; anything else is 404."""
     return tenancy.owned(
-        Transaction, transaction_id, "No such charge.", account_id=account_id, mode=mode
+        Transaction,
+        transaction_id,
+        translatable("No such charge."),
+        account_id=account_id,
+        mode=mode,
     )
 
 
@@ -60,7 +65,7 @@ def lock(transaction_id: str) -> Transaction:
     """The row, locked until commit (`locking.lock`); an unknown id is 404."""
     transaction = locking.lock(Transaction, transaction_id)
     if transaction is None:
-        raise NotFound("No such charge.")
+        raise NotFound(translatable("No such charge."))
     return transaction
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import sqlalchemy as sa
 
 from app.extensions import db
+from app.marks import translatable
 from app.models import DeliveryStatus, KeyMode, WebhookDelivery
 from app.services import tenancy
 from app.services.paging import window
@@ -86,5 +87,9 @@ def stats(account_id: str, mode: KeyMode) -> dict:
 
 def get_delivery(account_id: str, mode: KeyMode, delivery_id: str) -> WebhookDelivery:
     return tenancy.owned(
-        WebhookDelivery, delivery_id, "No such delivery.", account_id=account_id, mode=mode
+        WebhookDelivery,
+        delivery_id,
+        translatable("No such delivery."),
+        account_id=account_id,
+        mode=mode,
     )
