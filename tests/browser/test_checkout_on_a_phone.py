@@ -34,7 +34,7 @@ def test_a_pix_checkout_fits_a_phone(app, client, phone):
     log = BrowserLog(app).listen(phone)
     phone.goto(f"/checkout/{charge['id'].removeprefix('ch_')}")
     expect(phone.get_by_role("heading", name="Pagar com Pix")).to_be_visible()
-    assert page_problems(phone, log, SCREENSHOTS / "pt-BR" / "checkout-phone.png") == []
+    assert page_problems(phone, log, SCREENSHOTS / "pt_BR" / "checkout-phone.png") == []
 
 
 def test_a_card_payments_page_fits_a_phone(app, redis, client, phone):
@@ -49,4 +49,4 @@ def test_a_card_payments_page_fits_a_phone(app, redis, client, phone):
     run_jobs(app, redis)
     log = BrowserLog(app).listen(phone)
     phone.goto(f"/checkout/{payment['id'].removeprefix('tx_')}/card")
-    assert page_problems(phone, log, SCREENSHOTS / "pt-BR" / "checkout-card-phone.png") == []
+    assert page_problems(phone, log, SCREENSHOTS / "pt_BR" / "checkout-card-phone.png") == []
