@@ -74,8 +74,7 @@ def select_locale() -> str:
         chosen = getattr(current_user, "locale", None)
         if chosen in LOCALES:
             return chosen
-    account_id = g.get("account_id")
-    preferred = account_locale(db.session.get(Account, account_id) if account_id else None)
+    preferred = account_locale(_request_account())
     # The account's own locale first: a browser asking for a bare "pt" gets its country's.
     candidates = [preferred, *(locale for locale in LOCALES if locale != preferred)]
     return request.accept_languages.best_match(candidates) or preferred
@@ -87,8 +86,14 @@ def select_timezone() -> ZoneInfo:
     """
     if written := g.get("written_zone"):
         return written
-    account_id = g.get("account_id") if has_request_context() else None
-    return account_zone(db.session.get(Account, account_id) if account_id else None)
+    return account_zone(_request_account() if has_request_context() else None)
+
+
+def _request_account() -> Account | None:
+    """The account the request is for (`g.account_id`: the member's, or the checkout's
+    charge's), or None before one is known (the login page)."""
+    account_id = g.get("account_id")
+    return db.session.get(Account, account_id) if account_id else None
 
 
 def register_i18n(app: Flask) -> None:

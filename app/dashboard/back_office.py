@@ -23,7 +23,8 @@ from app.dashboard.payouts import destination
 from app.dashboard.session import staff_required
 from app.extensions import db
 from app.formats import charges as charge_format
-from app.models import KeyMode, Payout, RefundStatus, Transaction
+from app.formats.labels import MODE_LABELS
+from app.models import Payout, RefundStatus, Transaction
 from app.providers.base import ProviderError
 from app.services import accounts
 from app.services.payouts import decisions as payout_decisions
@@ -41,8 +42,6 @@ RETURN_OUTCOMES = {
         "the charge is refunded."
     ),
 }
-# The mode badge beside a record on the back-office pages (the CSS class keeps the code).
-MODE_LABELS = {KeyMode.TEST: _l("test"), KeyMode.LIVE: _l("live")}
 
 
 @bp.get("/back-office")

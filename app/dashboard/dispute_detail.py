@@ -45,6 +45,7 @@ from app.formats.labels import (
     DISPUTE_TYPE_LABELS,
     MED_METHOD_LABELS,
     MONEY_OUTCOME_LABELS,
+    UPLOADER_LABELS,
 )
 from app.models import DisputeCase, DisputeEvidence, DisputeStatus, EvidenceUploader
 from app.services.allowances import Allowance, manager_allowance
@@ -58,12 +59,6 @@ CLOSING_TITLES = {
     DisputeStatus.ACCEPTED: _l("You accepted the dispute"),
     DisputeStatus.REJECTED: _l("Decided against you (rejected)"),
     DisputeStatus.CLOSED: _l("Closed"),
-}
-# Who attached a piece of evidence, as the evidence table says it.
-UPLOADER_LABELS = {
-    EvidenceUploader.MERCHANT: _l("merchant"),
-    EvidenceUploader.PARTNER: _l("partner"),
-    EvidenceUploader.PLATFORM: _l("platform"),
 }
 ROLE_REFUSAL = _l("Only an OWNER or ADMIN of the account can answer disputes or attach evidence.")
 

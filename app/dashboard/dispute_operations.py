@@ -20,8 +20,6 @@ from flask_login import current_user
 
 from app.dashboard import bp
 from app.dashboard.actions import act_then_return
-from app.dashboard.back_office import MODE_LABELS
-from app.dashboard.dispute_detail import UPLOADER_LABELS
 from app.dashboard.forms import submitted
 from app.dashboard.forms.disputes import (
     DECISION_LABELS,
@@ -34,7 +32,13 @@ from app.dashboard.submit_once import show_error
 from app.errors import ApiError
 from app.extensions import db
 from app.formats import charges as charge_format
-from app.formats.labels import DISPUTE_STATUS_LABELS, DISPUTE_TYPE_LABELS, MED_METHOD_LABELS
+from app.formats.labels import (
+    DISPUTE_STATUS_LABELS,
+    DISPUTE_TYPE_LABELS,
+    MED_METHOD_LABELS,
+    MODE_LABELS,
+    UPLOADER_LABELS,
+)
 from app.models import DisputeCase, DisputeType
 from app.services import dispute_review
 from app.services.disputes import cases

@@ -127,12 +127,12 @@ def payout_fee_preview() -> ResponseReturnValue:
         amount = to_minor_units(request.args.get("amount") or "")
     except ValueError as unreadable:
         return jsonify(text=str(unreadable), complete=False)
-    fee = fees.payout_fee(PayoutType.PIX, amount)
+    cost = fees.payout_cost(PayoutType.PIX, amount)
     return jsonify(
         text=_(
             "Fee %(fee)s: %(debit)s leaves your wallet, %(amount)s reaches the key.",
-            fee=money(fee),
-            debit=money(amount + fee),
+            fee=money(cost.fee),
+            debit=money(cost.debit),
             amount=money(amount),
         ),
         complete=True,

@@ -16,6 +16,8 @@ from app.models import (
     DisputeStatus,
     DisputeType,
     EndpointStatus,
+    EvidenceUploader,
+    KeyMode,
     MoneyOutcome,
     PayoutStatus,
     RefundStatus,
@@ -76,6 +78,14 @@ DELIVERY_STATUS_LABELS = {
     DeliveryStatus.FAILED: _l("Failed"),
     DeliveryStatus.CANCELLED: _l("Cancelled"),
 }
+# Who attached a piece of evidence, as the evidence table says it.
+UPLOADER_LABELS = {
+    EvidenceUploader.MERCHANT: _l("merchant"),
+    EvidenceUploader.PARTNER: _l("partner"),
+    EvidenceUploader.PLATFORM: _l("platform"),
+}
+# The mode badge beside a record on the back-office pages (the CSS class keeps the code).
+MODE_LABELS = {KeyMode.TEST: _l("test"), KeyMode.LIVE: _l("live")}
 MONEY_OUTCOME_LABELS = {
     MoneyOutcome.REFUNDED_TO_MERCHANT: _l("Kept by you"),
     MoneyOutcome.CLOSED_WITHOUT_REFUND: _l("Closed without a refund"),
@@ -104,6 +114,8 @@ LABELS_BY_ENUM = {
     DeliveryStatus: DELIVERY_STATUS_LABELS,
     Role: ROLE_LABELS,
     MoneyOutcome: MONEY_OUTCOME_LABELS,
+    EvidenceUploader: UPLOADER_LABELS,
+    KeyMode: MODE_LABELS,
 }
 
 

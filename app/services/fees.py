@@ -55,6 +55,16 @@ def payout_rule(payout_type: str) -> FeeRule:
     return FeeRule.scheduled(current_app.config["FEE_SCHEDULE"]["payouts"][payout_type])
 
 
-def payout_fee(payout_type: str, amount: int) -> int:
-    """The fee a payout of `amount` costs, on top of the amount (the wallet pays both)."""
-    return payout_rule(payout_type).on(amount)
+@dataclass(frozen=True)
+class PayoutCost:
+    """A payout's fee, and what leaves the wallet for it: the amount and the fee."""
+
+    fee: int
+    debit: int
+
+
+def payout_cost(payout_type: str, amount: int) -> PayoutCost:
+    """What a payout of `amount` costs: its fee, on top of the amount (the wallet pays both).
+    The request and the form's preview both ask here."""
+    fee = payout_rule(payout_type).on(amount)
+    return PayoutCost(fee=fee, debit=amount + fee)

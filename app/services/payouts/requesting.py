@@ -70,7 +70,8 @@ def request_payout(membership: Membership, new: NewPayout) -> Payout:
     mode = KeyMode.TEST if new.test else KeyMode.LIVE
     destination = _destination(new, account)
     provider = payout_provider_for(mode)
-    fee = fees.payout_fee(new.type, new.amount)
+    cost = fees.payout_cost(new.type, new.amount)
+    fee = cost.fee
     if new.amount <= fee:
         raise InvalidRequest(
             translatable("The amount must be more than the payout fee (%(fee)s)."),
@@ -80,7 +81,7 @@ def request_payout(membership: Membership, new: NewPayout) -> Payout:
         )
     if new.currency == BRL:
         check_caps(account, mode, new.amount)
-    check_covered(account.id, mode, new.currency, new.amount + fee, locked=False)
+    check_covered(account.id, mode, new.currency, cost.debit, locked=False)
     payout = Payout(
         account_id=account.id,
         mode=mode,

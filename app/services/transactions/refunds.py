@@ -156,7 +156,7 @@ def request_refund(account_id: str, mode: KeyMode, payment_id: str, order: Refun
         strategy=strategy,
         pass_fee_to_tenant=charges_fee,
         destination_key=destination,
-        fee=fees.payout_fee(PIX, amount) if charges_fee else 0,
+        fee=fees.payout_cost(PIX, amount).fee if charges_fee else 0,
         end_to_end_id=payment.end_to_end_id if strategy is RefundStrategy.DEVOLUTION else None,
     )
     db.session.add(refund)
