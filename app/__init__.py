@@ -58,6 +58,7 @@ def register_extensions(app: Flask) -> None:
     from app import models  # noqa: F401 (every table known to SQLAlchemy and Alembic)
     from app.extensions import csrf, db, login_manager, migrate
     from app.i18n import register_i18n
+    from app.services.transactions import payment_totals  # noqa: F401 (its flush hook)
 
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         instance_path().mkdir(parents=True, exist_ok=True)

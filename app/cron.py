@@ -35,6 +35,9 @@ cron.register(webhooks.sweep_webhooks, WEBHOOK_QUEUE, interval=settings["WEBHOOK
 cron.register(
     payments.sweep_payments, MONEY_QUEUE, interval=settings["PAYMENT_FINALISE_SWEEP_SECONDS"]
 )
+cron.register(
+    payments.fold_payment_totals, DEFAULT_QUEUE, interval=settings["PAYMENT_TOTALS_FOLD_SECONDS"]
+)
 cron.register(refunds.poll_refunds, MONEY_QUEUE, interval=settings["REFUND_POLL_SECONDS"])
 cron.register(
     disputes.sweep_dispute_notices,

@@ -23,12 +23,13 @@ What it does, in one run on this machine:
    finalise commits enqueue to the same queue. The worker is stopped after this phase.
 4. `stats`: seeds `--stats-rows` transactions for the large account and `--small-rows` for
    the small one, each with one `INSERT … SELECT generate_series` (created over the last 400
-   days, four currencies, the methods each serves, about 60 % paid), then `VACUUM ANALYZE`;
-   times `GET /v1/payments/stats?days=N` and `GET /v1/payments/metrics?days=N` for N in 7,
+   days, four currencies, the methods each serves, about 60 % paid), recounts their daily
+   totals with `flask payments rebuild-totals` (the seeding bypasses the application), then
+   `VACUUM ANALYZE`; times `GET /v1/payments/stats?days=N` and `GET /v1/payments/metrics?days=N` for N in 7,
    30, 365, one uncounted call then `--stats-repeats` counted ones per case and account.
 5. `explain`: in this process with the app (`create_app`, the run's environment), captures
-   every statement on `transactions` the stats and metrics services run for the large
-   account, per window, and prints an `EXPLAIN (ANALYZE, BUFFERS)` summary of each: planning
+   every statement on `transactions` and the daily totals the stats and metrics services run
+   for the large account, per window, and prints an `EXPLAIN (ANALYZE, BUFFERS)` summary of each: planning
    and execution time, the top node's buffers, the scans and whether
    `ix_transactions_listing` is used.
 6. Prints the figures; with `--json` also one JSON object. Stops gunicorn and the worker,
@@ -67,6 +68,7 @@ from common import (
     create_test_account,
     errors_summary,
     explained_statements,
+    flask_cli,
     heading,
     machine_facts,
     migrated_setup,
@@ -97,6 +99,7 @@ RELAY_JOB = "app.jobs.webhooks.relay_events"
 STATS_DAYS = (7, 30, 365)
 STATS_ENDPOINTS = ("stats", "metrics")
 LISTING_INDEX = "ix_transactions_listing"
+EXPLAINED_TABLES = ("transactions", "payment_day_totals", "payment_total_changes")
 
 
 @dataclass
@@ -358,6 +361,14 @@ def measure_stats(base_url: str, keys: dict[str, str], repeats: int) -> list[dic
     return cases
 
 
+def rebuild_totals(env: dict[str, str], account_id: str) -> float:
+    """The daily totals of rows the seeding wrote around the application, recounted by the
+    operator command (`flask payments rebuild-totals`); returns its seconds."""
+    started = time.perf_counter()
+    flask_cli(env, "payments", "rebuild-totals", "--account", account_id)
+    return round(time.perf_counter() - started, 2)
+
+
 def explain_statements(env: dict[str, str], account_id: str) -> list[dict]:
     """EXPLAIN (ANALYZE, BUFFERS) of every statement on transactions the stats and metrics
     services run for the account, for each window: captured with SQLAlchemy's
@@ -375,7 +386,7 @@ def explain_statements(env: dict[str, str], account_id: str) -> list[dict]:
         for endpoint, service in services.items():
             for days in STATS_DAYS:
                 explained = explained_statements(
-                    db.engine, db.session, partial(service, days), ("transactions",)
+                    db.engine, db.session, partial(service, days), EXPLAINED_TABLES
                 )
                 for number, (statement, summary) in enumerate(explained, 1):
                     uses_listing = any(LISTING_INDEX in scan for scan in summary["scans"])
@@ -469,6 +480,21 @@ def configuration(args: argparse.Namespace, setup: Setup) -> dict:
     }
 
 
+def window_ratios(cases: list[dict]) -> list[str]:
+    """Each endpoint's longest window against its 7 days, large account (issue 22: stats
+    over 365 days in at most 2x its 7-day time)."""
+    lines = []
+    for endpoint in STATS_ENDPOINTS:
+        p50 = {
+            case["days"]: case["large"]["p50_ms"] for case in cases if case["endpoint"] == endpoint
+        }
+        longest = max(p50)
+        lines.append(
+            f"{endpoint} {longest} days / 7 days, large account: {p50[longest] / p50[7]:.2f}x"
+        )
+    return lines
+
+
 def format_ms(figures: dict) -> str:
     return "".join(f"{figures[key]:>9.1f}" for key in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))
 
@@ -533,7 +559,10 @@ def report(config: dict, results: dict) -> str:
         )
     lines += [
         f"seeding: {results['seed_seconds']['large']:.1f} s for the large account, "
-        f"{results['seed_seconds']['small']:.1f} s for the small one, then VACUUM ANALYZE",
+        f"{results['seed_seconds']['small']:.1f} s for the small one; daily totals rebuilt "
+        f"in {results['rebuild_seconds']['large']:.1f} s and "
+        f"{results['rebuild_seconds']['small']:.1f} s; then VACUUM ANALYZE",
+        *window_ratios(results["stats"]),
         "",
         "EXPLAIN (ANALYZE, BUFFERS) of each statement the services run, large account "
         f"(index = {LISTING_INDEX} used; buffers of the top node)",
@@ -577,7 +606,11 @@ def benchmark(args: argparse.Namespace) -> None:
             "large": round(seed_transactions(database_url, large_account, args.stats_rows), 2),
             "small": round(seed_transactions(database_url, small_account, args.small_rows), 2),
         }
-        vacuum_analyze(database_url, "transactions")
+        sizes = {"large": large_account, "small": small_account}
+        results["rebuild_seconds"] = {
+            size: rebuild_totals(env, account) for size, account in sizes.items()
+        }
+        vacuum_analyze(database_url, "transactions", "payment_day_totals")
         keys = {"large": large_key, "small": small_key}
         results["stats"] = measure_stats(base_url, keys, args.stats_repeats)
         results["explain"] = explain_statements(env, large_account)

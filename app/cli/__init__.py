@@ -1,5 +1,5 @@
 """Operator commands: `flask accounts …`, `users …`, `demo seed`, `ledger check`,
-`secrets reencrypt` and `api-pix register-webhook`."""
+`secrets reencrypt`, `payments rebuild-totals` and `api-pix register-webhook`."""
 
 import json
 from functools import wraps
@@ -15,6 +15,7 @@ from app.i18n import COUNTRY_LOCALES
 from app.models import Account, KeyMode, Role
 from app.models.account import DEFAULT_COUNTRY
 from app.services import accounts, api_keys, demo, dispute_holds, ledger
+from app.services.transactions import payment_totals
 from app.services.webhooks import endpoints as webhook_endpoints
 
 accounts_cli = AppGroup("accounts", help="Merchant accounts.")
@@ -22,6 +23,7 @@ users_cli = AppGroup("users", help="People who log in to the dashboard.")
 demo_cli = AppGroup("demo", help="A demo merchant for trying the service.")
 ledger_cli = AppGroup("ledger", help="The double-entry ledger behind the wallets.")
 secrets_cli = AppGroup("secrets", help="Secrets kept encrypted at rest.")
+payments_cli = AppGroup("payments", help="Payments and their statistics.")
 
 
 def _fail_on_api_error(func):
@@ -175,6 +177,23 @@ def reencrypt_secrets() -> None:
     click.echo(f"re-encrypted {count} webhook secrets with the newest key")
 
 
+@payments_cli.command("rebuild-totals")
+@click.option("--account", "account_id", help="Only this account (default: every account).")
+def rebuild_payment_totals(account_id: str | None) -> None:
+    """Recount the daily totals the stats read, from the transactions themselves (after rows
+    were written around the application, e.g. loaded by SQL)."""
+    counted = payment_totals.rebuild_totals(account_id)
+    click.echo(f"counted {counted} transactions")
+
+
 def register_cli(app: Flask) -> None:
-    for group in (accounts_cli, users_cli, demo_cli, ledger_cli, secrets_cli, api_pix_cli):
+    for group in (
+        accounts_cli,
+        users_cli,
+        demo_cli,
+        ledger_cli,
+        secrets_cli,
+        payments_cli,
+        api_pix_cli,
+    ):
         app.cli.add_command(group)

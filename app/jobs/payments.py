@@ -1,7 +1,8 @@
 """Payment finalisation: the job enqueued when a payment is created, and the sweep that
 finalises any whose job never ran (Redis was down at the commit) or whose provider did not
 answer. Finalising is a no-op for anything no longer PENDING, so a job that runs twice, or
-races the sweep, is harmless.
+races the sweep, is harmless. Apart from these, the periodic fold of the payments' daily
+totals, which the stats read.
 
 A payment the provider failed to finalise is asked again with backoff: 10 s, then twice as
 long after each further failure, at most hourly. The wait lives in Redis (one key waits out
@@ -16,7 +17,7 @@ from redis.exceptions import RedisError
 from app.extensions import db, get_redis
 from app.jobs import sweep
 from app.retries import backoff
-from app.services.transactions import payment_finalisation
+from app.services.transactions import payment_finalisation, payment_totals
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,15 @@ def finalise_payment(transaction_id: str) -> str:
     payment = payment_finalisation.finalise(transaction_id)
     db.session.commit()
     return str(payment.status)
+
+
+def fold_payment_totals() -> int:
+    """Fold the pending changes of the daily payment totals, batch after batch, so the
+    stats read few rows; returns how many changes were folded."""
+    folded = 0
+    while (batch := payment_totals.fold_changes()) == payment_totals.FOLD_BATCH:
+        folded += batch
+    return folded + batch
 
 
 def sweep_payments() -> int:

@@ -24,6 +24,7 @@ from app.models.ledger import (
     Wallet,
     WalletType,
 )
+from app.models.payment_totals import PaymentDayTotal, PaymentTotalChange
 from app.models.payout import Payout, PayoutStatus, PayoutType
 from app.models.psp_notice import PspNotice, PspNoticeKind
 from app.models.refund import (
@@ -71,6 +72,8 @@ __all__ = [
     "Membership",
     "MoneyOutcome",
     "Origin",
+    "PaymentDayTotal",
+    "PaymentTotalChange",
     "Payout",
     "PayoutStatus",
     "PayoutType",

@@ -48,8 +48,8 @@ class ReceivedPixOutcome(enum.StrEnum):
     RETURNED_AFTER_REVIEW = "returned_after_review"
 
 
-def _status_column():
-    return mapped_column(sa.Enum(TransactionStatus, native_enum=False, length=20))
+def _status_column(**options):
+    return mapped_column(sa.Enum(TransactionStatus, native_enum=False, length=20), **options)
 
 
 # What the dashboard's search box looks through (`services.search`); indexed on PostgreSQL.
@@ -75,14 +75,16 @@ class Transaction(db.Model):
     )
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
-    account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"))
-    mode: Mapped[KeyMode] = mapped_column(sa.Enum(KeyMode, native_enum=False, length=8))
+    account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"), active_history=True)
+    mode: Mapped[KeyMode] = mapped_column(
+        sa.Enum(KeyMode, native_enum=False, length=8), active_history=True
+    )
     origin: Mapped[Origin] = mapped_column(sa.Enum(Origin, native_enum=False, length=16))
-    status: Mapped[TransactionStatus] = _status_column()
-    amount: Mapped[int] = mapped_column(sa.BigInteger)
-    currency: Mapped[str] = mapped_column(sa.String(8))
-    payment_methods: Mapped[list] = mapped_column(JSONType)
-    paid_with: Mapped[str | None] = mapped_column(sa.String(16))
+    status: Mapped[TransactionStatus] = _status_column(active_history=True)
+    amount: Mapped[int] = mapped_column(sa.BigInteger, active_history=True)
+    currency: Mapped[str] = mapped_column(sa.String(8), active_history=True)
+    payment_methods: Mapped[list] = mapped_column(JSONType, active_history=True)
+    paid_with: Mapped[str | None] = mapped_column(sa.String(16), active_history=True)
 
     customer_id: Mapped[str | None] = mapped_column(sa.String(128))
     customer_name: Mapped[str | None] = mapped_column(sa.String(140))
@@ -99,7 +101,7 @@ class Transaction(db.Model):
     provider: Mapped[str | None] = mapped_column(sa.String(32))
     # The provider's reference of each method's instructions: {"PIX": txid, "BOLETO": …}.
     provider_references: Mapped[dict] = mapped_column(JSONType, default=dict)
-    finalised_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finalised_at: Mapped[datetime | None] = mapped_column(UTCDateTime, active_history=True)
     pix_txid: Mapped[str | None] = mapped_column(sa.String(35))
     pix_br_code: Mapped[str | None] = mapped_column(sa.String(512))
     pix_location_id: Mapped[str | None] = mapped_column(sa.String(32), unique=True)
@@ -121,8 +123,8 @@ class Transaction(db.Model):
 
     provider_fee: Mapped[int | None] = mapped_column(sa.BigInteger)
     platform_fee: Mapped[int | None] = mapped_column(sa.BigInteger)
-    paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime, active_history=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, active_history=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     @property

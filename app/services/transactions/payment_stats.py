@@ -6,14 +6,12 @@ in Brazilian business days: today always counts (business day or not), then each
 business day until N days are counted; the window runs from 00:00 São Paulo of the earliest
 counted day through now, and a transaction belongs to it by `created_at`.
 
-Everything is aggregated in SQL (conditional sums, GROUP BY) over the
-`ix_transactions_listing` range, whatever the volume: one statement for the stats (grouped by
-day, currency and method, then folded in Python from at most a few thousand groups), two for
-the metrics (the funnel per currency, the median); a long window never brings transaction
-rows into Python, and reads the window's rows once per statement. Amounts are in minor
-units and never mixed across currencies. The few expressions that differ between PostgreSQL
-and SQLite (the São Paulo calendar day of a timestamp, the median, "offers a method") sit in
-`_sao_paulo_day`, `_median_seconds_to_pay` and `payment_listing.offers`.
+The counts and amounts come from the daily totals (`payment_totals`): a few rows per day of
+the window, whatever the volume, folded here in Python. A day is a São Paulo calendar day on
+both backends (computed in Python when the totals are kept). Only the median time to pay
+reads the window's paid transactions (`_median_seconds_to_pay`, exact, on the
+`ix_transactions_listing` range). Amounts are in minor units and never mixed across
+currencies.
 """
 
 from dataclasses import dataclass
@@ -26,7 +24,7 @@ from app.config import PAYMENT_METHODS
 from app.extensions import db
 from app.models import DISPUTED_STATUSES, KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
-from app.services.transactions.payment_listing import offers
+from app.services.transactions import payment_totals
 
 MAX_DAYS = 3660
 DAILY_POINTS = 366  # dailyVolume keeps the most recent days only
@@ -77,38 +75,44 @@ def calendar_window(first_day: date, now: datetime) -> StatsWindow:
 
 
 def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | None = None) -> dict:
-    """Totals, paid volume per currency and per method, and the daily paid volume, all from
-    one grouped statement (one pass over the window's rows, whatever its length)."""
+    """Totals, paid volume per currency and per method, and the daily paid volume, from the
+    daily totals grouped by day, currency and method (a few rows per day of the window)."""
     window = stats_window(days, now or utcnow())
     daily_first_day = _daily_first_day(window.first_day, window.today)
-    groups = _stats_groups(account_id, mode, window, daily_first_day)
+    groups = payment_totals.day_totals(
+        account_id,
+        mode,
+        window.first_day,
+        window.end,
+        by=("day", "currency", "paid_with", "paid"),
+    )
 
     total = sum(group.count for group in groups)
-    paid_count = sum(group.paid_count for group in groups)
+    paid_count = sum(group.count for group in groups if group.paid)
     by_currency: dict[str, dict] = {}
     by_method: dict[tuple[str, str], dict] = {}
     daily: dict[date, dict[str, int]] = {}
     for group in sorted(groups, key=lambda group: group.currency):
-        if not group.paid_count:
+        if not group.paid or not group.count:
             continue
         today = group.day == window.today
         currency = by_currency.setdefault(
             group.currency,
             {"volume": 0, "count": 0, "today_volume": 0, "today_count": 0},
         )
-        currency["volume"] += group.paid_volume
-        currency["count"] += group.paid_count
-        currency["today_volume"] += group.paid_volume if today else 0
-        currency["today_count"] += group.paid_count if today else 0
-        if group.paid_with is not None:
+        currency["volume"] += group.amount
+        currency["count"] += group.count
+        currency["today_volume"] += group.amount if today else 0
+        currency["today_count"] += group.count if today else 0
+        if group.paid_with:
             method = by_method.setdefault(
                 (group.paid_with, group.currency), {"volume": 0, "count": 0}
             )
-            method["volume"] += group.paid_volume
-            method["count"] += group.paid_count
-        if group.day is not None:
+            method["volume"] += group.amount
+            method["count"] += group.count
+        if group.day >= daily_first_day:
             day = daily.setdefault(group.day, {})
-            day[group.currency] = day.get(group.currency, 0) + group.paid_volume
+            day[group.currency] = day.get(group.currency, 0) + group.amount
 
     methods = sorted(by_method.items(), key=lambda item: (-item[1]["volume"], *item[0]))
     return {
@@ -138,58 +142,6 @@ def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | Non
     }
 
 
-@dataclass(frozen=True)
-class _StatsGroup:
-    """The window's transactions of one São Paulo day (None before the daily points' first
-    day), currency and `paid_with` (None when not set)."""
-
-    day: date | None
-    currency: str
-    paid_with: str | None
-    count: int
-    paid_count: int
-    paid_volume: int
-
-
-def _stats_groups(
-    account_id: str, mode: KeyMode, window: StatsWindow, daily_first_day: date
-) -> list[_StatsGroup]:
-    """One pass over the window's rows: counts and paid volume per (day, currency, method).
-    Days before `daily_first_day` fold into one NULL day, so a long window adds no groups.
-    The day is computed in a subquery and grouped by its column: PostgreSQL must see the same
-    expression in SELECT and GROUP BY, and a bound parameter would appear twice."""
-    paid = Transaction.paid_at.is_not(None)
-    day = sa.case(
-        (
-            Transaction.created_at >= _sao_paulo_midnight(daily_first_day),
-            _sao_paulo_day(Transaction.created_at),
-        ),
-        else_=sa.null(),
-    )
-    rows = (
-        sa.select(
-            day.label("day"),
-            Transaction.currency,
-            Transaction.paid_with,
-            sa.case((paid, 1), else_=0).label("paid"),
-            sa.case((paid, Transaction.amount), else_=0).label("paid_amount"),
-        )
-        .where(*_scope(account_id, mode, window.start, window.end))
-        .subquery()
-    )
-    grouped = db.session.execute(
-        sa.select(
-            rows.c.day,
-            rows.c.currency,
-            rows.c.paid_with,
-            sa.func.count(),
-            _sum(rows.c.paid),
-            _sum(rows.c.paid_amount),
-        ).group_by(rows.c.day, rows.c.currency, rows.c.paid_with)
-    ).all()
-    return [_StatsGroup(*row) for row in grouped]
-
-
 def payment_metrics(
     account_id: str,
     mode: KeyMode,
@@ -198,37 +150,37 @@ def payment_metrics(
     now: datetime | None = None,
 ) -> dict:
     """The conversion funnel (overall and per method), final outcomes, the median time to
-    pay and the paid volume per currency, optionally for one currency only. The funnel and
-    the volumes come from one statement grouped by currency (one pass over the window)."""
+    pay and the paid volume per currency, optionally for one currency only. Everything but
+    the median comes from the daily totals; the median is exact, over the window's paid
+    transactions."""
     window = stats_window(days, now or utcnow())
+    groups = [
+        group
+        for group in payment_totals.day_totals(
+            account_id,
+            mode,
+            window.first_day,
+            window.end,
+            by=("currency", "status", "paid_with", "offered", "finalised", "paid"),
+        )
+        if currency is None or group.currency == currency
+    ]
+
+    def count(test) -> int:
+        return sum(group.count for group in groups if test(group))
+
+    created = count(lambda group: True)
+    awaiting = count(lambda group: group.finalised)
+    paid = count(lambda group: group.paid)
+    volumes: dict[str, list[int]] = {}
+    for group in groups:
+        if group.paid:
+            figures = volumes.setdefault(group.currency, [0, 0])
+            figures[0] += group.amount
+            figures[1] += group.count
     scope = _scope(account_id, mode, window.start, window.end)
     if currency is not None:
         scope.append(Transaction.currency == currency)
-    paid = Transaction.paid_at.is_not(None)
-
-    counts = [
-        sa.func.count().label("created"),
-        _count_where(Transaction.finalised_at.is_not(None)).label("awaiting"),
-        _count_where(paid).label("paid"),
-    ]
-    for outcome, statuses in OUTCOME_STATUSES.items():
-        counts.append(_count_where(Transaction.status.in_(statuses)).label(outcome))
-    for method in PAYMENT_METHODS:
-        paid_with_method = Transaction.paid_with == method
-        counts += [
-            _count_where(offers(method)).label(f"offered_{method}"),
-            _count_where(paid_with_method).label(f"paid_{method}"),
-        ]
-    paid_volume = _sum(sa.case((paid, Transaction.amount), else_=0)).label("volume")
-    per_currency = db.session.execute(
-        sa.select(Transaction.currency, paid_volume, *counts)
-        .where(*scope)
-        .group_by(Transaction.currency)
-    ).all()
-    totals = {count.name: sum(row._mapping[count.name] for row in per_currency) for count in counts}
-    by_currency = sorted((row.currency, row.volume, row.paid) for row in per_currency if row.paid)
-
-    created = totals["created"]
     return {
         "window": {
             "days": days,
@@ -239,34 +191,46 @@ def payment_metrics(
         "currency": currency,
         "funnel": {
             "created": created,
-            "awaitingPayment": totals["awaiting"],
-            "paid": totals["paid"],
-            "conversionRate": _rate(totals["paid"], created),
-            "awaitingToPaidRate": _rate(totals["paid"], totals["awaiting"]),
+            "awaitingPayment": awaiting,
+            "paid": paid,
+            "conversionRate": _rate(paid, created),
+            "awaitingToPaidRate": _rate(paid, awaiting),
         },
         "byMethod": [
-            {
-                "method": method,
-                "offered": totals[f"offered_{method}"],
-                "paid": totals[f"paid_{method}"],
-                "conversionRate": _rate(totals[f"paid_{method}"], totals[f"offered_{method}"]),
-            }
+            _method_conversion(
+                method,
+                offered=count(lambda group, m=method: m in group.offered.split(",")),
+                paid=count(lambda group, m=method: group.paid_with == m),
+            )
             for method in PAYMENT_METHODS
         ],
         "outcomes": {
-            outcome: {"count": totals[outcome], "share": _rate(totals[outcome], created)}
-            for outcome in OUTCOME_STATUSES
+            outcome: {
+                "count": (outcome_count := count(lambda group, s=statuses: group.status in s)),
+                "share": _rate(outcome_count, created),
+            }
+            for outcome, statuses in OUTCOME_STATUSES.items()
         },
-        "medianTimeToPaySeconds": _median_seconds_to_pay(scope, totals["paid"]),
+        "medianTimeToPaySeconds": _median_seconds_to_pay(scope, paid),
         "volume": [
             {
                 "currency": code,
                 "volume": total,
-                "count": count,
-                "averageTicket": total // count,
+                "count": paid_count,
+                "averageTicket": total // paid_count,
             }
-            for code, total, count in by_currency
+            for code, (total, paid_count) in sorted(volumes.items())
+            if paid_count
         ],
+    }
+
+
+def _method_conversion(method: str, offered: int, paid: int) -> dict:
+    return {
+        "method": method,
+        "offered": offered,
+        "paid": paid,
+        "conversionRate": _rate(paid, offered),
     }
 
 
@@ -274,18 +238,12 @@ def daily_volume(account_id: str, mode: KeyMode, window: StatsWindow) -> list[di
     """Paid volume per São Paulo day and currency, one point per day (empty days too),
     oldest first, for the last `DAILY_POINTS` days of the window at most."""
     first_day = _daily_first_day(window.first_day, window.today)
-    paid_day = _sao_paulo_day(Transaction.created_at)
-    rows = db.session.execute(  # no ORDER BY: hashed, not sorted (a sort spills on long windows)
-        sa.select(paid_day, Transaction.currency, _sum(Transaction.amount))
-        .where(
-            *_scope(account_id, mode, _sao_paulo_midnight(first_day), window.end),
-            Transaction.paid_at.is_not(None),
-        )
-        .group_by(paid_day, Transaction.currency)
-    ).all()
     volumes: dict[date, dict[str, int]] = {}
-    for day, currency, volume in rows:
-        volumes.setdefault(day, {})[currency] = volume
+    for group in payment_totals.day_totals(
+        account_id, mode, first_day, window.end, by=("day", "currency", "paid")
+    ):
+        if group.paid and group.count:
+            volumes.setdefault(group.day, {})[group.currency] = group.amount
     return _daily_points(first_day, window.today, volumes)
 
 
@@ -319,20 +277,6 @@ def _on_postgresql() -> bool:
     return db.engine.dialect.name == "postgresql"
 
 
-def _sao_paulo_day(timestamp: sa.ColumnElement) -> sa.ColumnElement[date]:
-    """The São Paulo calendar date of a UTC timestamp column, as a `date` on both backends.
-
-    SQLite keeps timestamps as naive UTC text and knows no time zones, so the offset is fixed
-    at UTC-3: São Paulo has observed no daylight saving time since 2019, so older rows on
-    SQLite (development only) may land an hour off around midnight.
-    """
-    if _on_postgresql():
-        # Inline, not bound: PostgreSQL must see the same expression in SELECT and GROUP BY.
-        zone = sa.literal_column(f"'{SAO_PAULO.key}'")
-        return sa.cast(sa.func.timezone(zone, timestamp), sa.Date)
-    return sa.type_coerce(sa.func.date(timestamp, "-3 hours"), sa.Date)
-
-
 def _median_seconds_to_pay(scope: list[sa.ColumnElement[bool]], paid: int) -> int | None:
     """Median of `paid_at - created_at` over the paid transactions in scope, rounded to whole
     seconds (halves away from zero); None when none was paid."""
@@ -363,15 +307,6 @@ def _median_seconds_to_pay(scope: list[sa.ColumnElement[bool]], paid: int) -> in
         query = sa.select(sa.func.round(sa.func.avg(middle.c.seconds)))
     median_seconds = db.session.scalar(query)
     return None if median_seconds is None else int(median_seconds)
-
-
-def _count_where(condition: sa.ColumnElement[bool]) -> sa.ColumnElement[int]:
-    return _sum(sa.case((condition, 1), else_=0))
-
-
-def _sum(value: sa.ColumnElement) -> sa.ColumnElement[int]:
-    """SUM as an integer, 0 over no rows (PostgreSQL sums bigints as numeric)."""
-    return sa.cast(sa.func.coalesce(sa.func.sum(value), 0), sa.BigInteger)
 
 
 def _rate(part: int, whole: int) -> float:

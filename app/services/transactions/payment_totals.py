@@ -1,0 +1,290 @@
+"""Daily payment totals kept by the same transactions that change a payment (issue 22), so
+the stats and metrics never scan a window's transactions.
+
+The rule of which row a transaction counts in is `_row_of`, and only there: the flush hook,
+the rebuild and the readers all go through it or through its columns. Every flush that
+inserts, changes or deletes a `Transaction` appends the difference to
+`payment_total_changes` in the same database transaction (a savepoint or transaction that
+rolls back takes its changes with it); `fold_changes`, a periodic job, moves them into
+`payment_day_totals`; `day_totals` reads both. Nothing here updates a shared row on a
+payment's path, so concurrent payments of one merchant never wait on each other.
+
+Writes that bypass the ORM (raw SQL, as the benchmarks' seeding does) are not seen:
+`rebuild_totals` recounts from the transactions themselves.
+"""
+
+from collections import Counter, namedtuple
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass
+from datetime import date, datetime, time, timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.business_days import SAO_PAULO
+from app.extensions import db
+from app.models import KeyMode, Transaction
+from app.models.payment_totals import PaymentDayTotal, PaymentTotalChange
+
+# The transaction's attributes its row depends on (each with `active_history` on the model,
+# so a change made to an unloaded attribute still knows the value it replaces).
+COUNTED_ATTRIBUTES = (
+    "account_id",
+    "mode",
+    "created_at",
+    "currency",
+    "status",
+    "paid_with",
+    "payment_methods",
+    "finalised_at",
+    "paid_at",
+    "amount",
+)
+FOLD_BATCH = 10_000
+REBUILD_BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class TotalRow:
+    """Which daily total a transaction counts in."""
+
+    account_id: str
+    mode: KeyMode
+    day: date  # São Paulo calendar day of its creation
+    currency: str
+    status: str
+    paid_with: str  # "" when not paid with a method
+    offered: str  # the methods it offers, sorted and comma-separated
+    finalised: bool
+    paid: bool
+
+
+KEY_COLUMNS = tuple(TotalRow.__dataclass_fields__)
+
+
+def offered_methods(methods: Iterable[str]) -> str:
+    """The `offered` column of a transaction offering `methods`."""
+    return ",".join(sorted(set(methods)))
+
+
+def _row_of(values: dict) -> tuple[TotalRow, int]:
+    """The row a transaction with these attribute values counts in, and its amount."""
+    row = TotalRow(
+        account_id=values["account_id"],
+        mode=KeyMode(values["mode"]),
+        day=values["created_at"].astimezone(SAO_PAULO).date(),
+        currency=values["currency"],
+        status=str(values["status"]),
+        paid_with=values["paid_with"] or "",
+        offered=offered_methods(values["payment_methods"] or ()),
+        finalised=values["finalised_at"] is not None,
+        paid=values["paid_at"] is not None,
+    )
+    return row, values["amount"]
+
+
+def _current_values(transaction: Transaction) -> dict:
+    return {name: getattr(transaction, name) for name in COUNTED_ATTRIBUTES}
+
+
+def _previous_values(transaction: Transaction) -> dict | None:
+    """The values the database held before this flush; None when none changed."""
+    state = sa.inspect(transaction)
+    values, changed = {}, False
+    for name in COUNTED_ATTRIBUTES:
+        history = state.attrs[name].history
+        if history.deleted or history.added:
+            changed = True
+            values[name] = history.deleted[0] if history.deleted else None
+        else:
+            values[name] = history.unchanged[0] if history.unchanged else getattr(transaction, name)
+    return values if changed else None
+
+
+class _Tally:
+    """Counts and amounts summed per row."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[TotalRow] = Counter()
+        self.amounts: Counter[TotalRow] = Counter()
+
+    def add(self, row: TotalRow, count: int, amount: int) -> None:
+        self.counts[row] += count
+        self.amounts[row] += amount
+
+    def add_transaction(self, values: dict, sign: int) -> None:
+        row, amount = _row_of(values)
+        self.add(row, sign, sign * amount)
+
+    def rows(self) -> list[dict]:
+        """The non-zero sums, as column values for an INSERT."""
+        return [
+            {**_key_values(row), "count": self.counts[row], "amount": self.amounts[row]}
+            for row in self.counts
+            if self.counts[row] or self.amounts[row]
+        ]
+
+
+def _record_changes(session: Session, _flush_context) -> None:
+    """after_flush: the flush's inserts, changes and deletions of transactions, netted per
+    row and appended to `payment_total_changes` on the flush's own connection."""
+    tally = _Tally()
+    for transaction in session.new:
+        if isinstance(transaction, Transaction):
+            tally.add_transaction(_current_values(transaction), +1)
+    for transaction in session.dirty:
+        if isinstance(transaction, Transaction):
+            previous = _previous_values(transaction)
+            if previous is not None:
+                tally.add_transaction(previous, -1)
+                tally.add_transaction(_current_values(transaction), +1)
+    for transaction in session.deleted:
+        if isinstance(transaction, Transaction):
+            tally.add_transaction(_previous_values(transaction) or _current_values(transaction), -1)
+    changes = tally.rows()
+    if changes:
+        session.connection().execute(sa.insert(PaymentTotalChange), changes)
+
+
+sa.event.listen(Session, "after_flush", _record_changes)
+
+
+def _key_values(row: TotalRow) -> dict:
+    return dict(zip(KEY_COLUMNS, astuple(row), strict=True))
+
+
+def day_totals(
+    account_id: str,
+    mode: KeyMode,
+    first_day: date,
+    until: datetime,
+    by: tuple[str, ...],
+) -> list[tuple]:
+    """The count and amount of the account's transactions created from 00:00 São Paulo of
+    `first_day` through `until`, grouped by the named key columns, as named tuples of those
+    columns, `count` and `amount`. The folded totals plus the changes not yet folded give
+    whole days through `until`'s; the few rows of that day created after `until` (none, when
+    `until` is now) are read and taken off."""
+    last_day = until.astimezone(SAO_PAULO).date()
+
+    def scoped(model) -> sa.Select:
+        return sa.select(*(getattr(model, name) for name in by), model.count, model.amount).where(
+            model.account_id == account_id,
+            model.mode == mode,
+            model.day >= first_day,
+            model.day <= last_day,
+        )
+
+    both = sa.union_all(scoped(PaymentDayTotal), scoped(PaymentTotalChange)).subquery()
+    grouped = [both.c[name] for name in by]
+    sums: dict[tuple, list[int]] = {
+        tuple(row[: len(by)]): [row.count, row.amount]
+        for row in db.session.execute(
+            sa.select(
+                *grouped,
+                sa.cast(sa.func.sum(both.c.count), sa.BigInteger).label("count"),
+                sa.cast(sa.func.sum(both.c.amount), sa.BigInteger).label("amount"),
+            ).group_by(*grouped)
+        )
+    }
+    for values in _created_later_that_day(account_id, mode, until):
+        row, amount = _row_of(values)
+        figures = sums[tuple(getattr(row, name) for name in by)]
+        figures[0] -= 1
+        figures[1] -= amount
+    total = namedtuple("DayTotal", (*by, "count", "amount"))
+    return [total(*key, *figures) for key, figures in sums.items()]
+
+
+def _created_later_that_day(account_id: str, mode: KeyMode, until: datetime) -> sa.Result:
+    next_midnight = datetime.combine(
+        until.astimezone(SAO_PAULO).date() + timedelta(days=1), time.min, tzinfo=SAO_PAULO
+    )
+    return db.session.execute(
+        sa.select(*(getattr(Transaction, name) for name in COUNTED_ATTRIBUTES)).where(
+            Transaction.account_id == account_id,
+            Transaction.mode == mode,
+            Transaction.created_at > until,
+            Transaction.created_at < next_midnight,
+        )
+    ).mappings()
+
+
+def fold_changes() -> int:
+    """Move the oldest FOLD_BATCH changes into the daily totals, in one database transaction;
+    returns how many were folded (call again while it returns FOLD_BATCH)."""
+    _serialise_with_other_folds(db.session)
+    oldest = sa.select(PaymentTotalChange.id).order_by(PaymentTotalChange.id).limit(FOLD_BATCH)
+    moved = db.session.execute(
+        sa.delete(PaymentTotalChange)
+        .where(PaymentTotalChange.id.in_(oldest.scalar_subquery()))
+        .returning(
+            *(getattr(PaymentTotalChange, name) for name in KEY_COLUMNS),
+            PaymentTotalChange.count,
+            PaymentTotalChange.amount,
+        )
+    ).all()
+    tally = _Tally()
+    for change in moved:
+        tally.add(TotalRow(*change[: len(KEY_COLUMNS)]), change.count, change.amount)
+    _add_to_totals(tally.rows())
+    db.session.commit()
+    return len(moved)
+
+
+def rebuild_totals(account_id: str | None = None) -> int:
+    """Recount the daily totals of one account (or all) from its transactions, dropping what
+    was folded or pending for it; returns how many transactions were counted. For writes
+    that bypassed the ORM. It runs in a database transaction of its own, which on PostgreSQL
+    reads one snapshot (REPEATABLE READ): a payment committed meanwhile keeps its pending
+    change and is folded later, never counted twice."""
+    engine = db.engine
+    if engine.dialect.name == "postgresql":
+        engine = engine.execution_options(isolation_level="REPEATABLE READ")
+    with Session(engine) as session, session.begin():
+        _serialise_with_other_folds(session)
+        for model in (PaymentDayTotal, PaymentTotalChange):
+            delete = sa.delete(model)
+            if account_id is not None:
+                delete = delete.where(model.account_id == account_id)
+            session.execute(delete)
+
+        query = sa.select(*(getattr(Transaction, name) for name in COUNTED_ATTRIBUTES))
+        if account_id is not None:
+            query = query.where(Transaction.account_id == account_id)
+        tally = _Tally()
+        counted = 0
+        for values in session.execute(query.execution_options(yield_per=REBUILD_BATCH)).mappings():
+            tally.add_transaction(values, +1)
+            counted += 1
+        totals = tally.rows()
+        for start in range(0, len(totals), REBUILD_BATCH):
+            session.execute(sa.insert(PaymentDayTotal), totals[start : start + REBUILD_BATCH])
+    return counted
+
+
+def _add_to_totals(rows: list[dict]) -> None:
+    """Add counts and amounts to their daily totals, creating the rows that do not exist."""
+    if not rows:
+        return
+    dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
+    insert = dialect.insert(PaymentDayTotal)
+    db.session.execute(
+        insert.on_conflict_do_update(
+            index_elements=list(KEY_COLUMNS),
+            set_={
+                "count": PaymentDayTotal.count + insert.excluded.count,
+                "amount": PaymentDayTotal.amount + insert.excluded.amount,
+            },
+        ),
+        rows,
+    )
+
+
+def _serialise_with_other_folds(session: Session) -> None:
+    """One fold or rebuild at a time (PostgreSQL; SQLite has one writer anyway)."""
+    if db.engine.dialect.name == "postgresql":
+        session.execute(
+            sa.text("SELECT pg_advisory_xact_lock(hashtextextended('payment_totals', 0))")
+        )
