@@ -25,12 +25,13 @@ What it does, in one run on this machine:
    the small one, each with one `INSERT … SELECT generate_series` (created over the last 400
    days, four currencies, the methods each serves, about 60 % paid), recounts their daily
    totals with `flask payments rebuild-totals` (the seeding bypasses the application), then
-   `VACUUM ANALYZE`; times `GET /v1/payments/stats?days=N` and `GET /v1/payments/metrics?days=N` for N in 7,
-   30, 365, one uncounted call then `--stats-repeats` counted ones per case and account.
+   `VACUUM ANALYZE`; times `GET /v1/payments/stats?days=N` and
+   `GET /v1/payments/metrics?days=N` for N in 7, 30, 365, one uncounted call then
+   `--stats-repeats` counted ones per case and account.
 5. `explain`: in this process with the app (`create_app`, the run's environment), captures
    every statement on `transactions` and the daily totals the stats and metrics services run
-   for the large account, per window, and prints an `EXPLAIN (ANALYZE, BUFFERS)` summary of each: planning
-   and execution time, the top node's buffers, the scans and whether
+   for the large account, per window, and prints an `EXPLAIN (ANALYZE, BUFFERS)` summary of
+   each: planning and execution time, the top node's buffers, the scans and whether
    `ix_transactions_listing` is used.
 6. Prints the figures; with `--json` also one JSON object. Stops gunicorn and the worker,
    drops the database and flushes Redis at the end, also on failure, Ctrl-C or SIGTERM. Any

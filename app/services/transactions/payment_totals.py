@@ -178,16 +178,14 @@ def day_totals(
 
     both = sa.union_all(scoped(PaymentDayTotal), scoped(PaymentTotalChange)).subquery()
     grouped = [both.c[name] for name in by]
-    sums: dict[tuple, list[int]] = {
-        tuple(row[: len(by)]): [row.count, row.amount]
-        for row in db.session.execute(
-            sa.select(
-                *grouped,
-                sa.cast(sa.func.sum(both.c.count), sa.BigInteger).label("count"),
-                sa.cast(sa.func.sum(both.c.amount), sa.BigInteger).label("amount"),
-            ).group_by(*grouped)
-        )
-    }
+    rows = db.session.execute(
+        sa.select(
+            *grouped,
+            sa.cast(sa.func.sum(both.c.count), sa.BigInteger),
+            sa.cast(sa.func.sum(both.c.amount), sa.BigInteger),
+        ).group_by(*grouped)
+    ).tuples()
+    sums: dict[tuple, list[int]] = {row[:-2]: [row[-2], row[-1]] for row in rows}
     for values in _created_later_that_day(account_id, mode, until):
         row, amount = _row_of(values)
         figures = sums[tuple(getattr(row, name) for name in by)]
