@@ -184,8 +184,8 @@ def day_totals(
             sa.cast(sa.func.sum(both.c.count), sa.BigInteger),
             sa.cast(sa.func.sum(both.c.amount), sa.BigInteger),
         ).group_by(*grouped)
-    ).tuples()
-    sums: dict[tuple, list[int]] = {row[:-2]: [row[-2], row[-1]] for row in rows}
+    )
+    sums: dict[tuple, list[int]] = {tuple(row[:-2]): [row[-2], row[-1]] for row in rows}
     for values in _created_later_that_day(account_id, mode, until):
         row, amount = _row_of(values)
         figures = sums[tuple(getattr(row, name) for name in by)]

@@ -4,6 +4,7 @@ changing any answer, and a rebuild from the transactions, or the migration's bac
 the same totals. Checked against a recount written here, row by row, apart from the service."""
 
 import importlib.util
+import re
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 
@@ -238,3 +239,19 @@ def test_the_cron_folds_with_the_payment_jobs(app, account_id):
         assert payments.fold_payment_totals() == pending
         assert pending_changes() == 0
         assert totals(account_id) == expected
+
+
+def test_nothing_in_the_app_writes_transactions_around_the_orm():
+    """The totals see what the ORM flushes; a bulk or textual write would be missed."""
+    around = re.compile(
+        r"sa\.(update|delete|insert)\(Transaction\)"
+        r"|(UPDATE|INSERT INTO|DELETE FROM) transactions\b",
+        re.IGNORECASE,
+    )
+    found = [
+        f"{path.relative_to(PROJECT_ROOT)}:{number}"
+        for path in (PROJECT_ROOT / "app").rglob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if around.search(line)
+    ]
+    assert found == []
