@@ -24,7 +24,7 @@ from app.models.ledger import (
     Wallet,
     WalletType,
 )
-from app.models.payment_totals import PaymentDayTotal, PaymentTotalChange
+from app.models.payment_totals import PaymentDayTotal, PaymentDayVolume, PaymentTotalChange
 from app.models.payout import Payout, PayoutStatus, PayoutType
 from app.models.psp_notice import PspNotice, PspNoticeKind
 from app.models.refund import (
@@ -73,6 +73,7 @@ __all__ = [
     "MoneyOutcome",
     "Origin",
     "PaymentDayTotal",
+    "PaymentDayVolume",
     "PaymentTotalChange",
     "Payout",
     "PayoutStatus",

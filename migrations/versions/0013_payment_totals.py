@@ -1,5 +1,6 @@
-"""Daily payment totals (issue 22): `payment_day_totals`, folded, and `payment_total_changes`,
-appended by every flush that changes a transaction (`services.transactions.payment_totals`).
+"""Daily payment totals (issue 22): `payment_day_totals` and its coarse projection
+`payment_day_volumes`, folded, and `payment_total_changes`, appended by every flush that
+changes a transaction (`services.transactions.payment_totals`).
 
 The history is backfilled here, in SQL written out as of this revision (a migration must not
 change when the services do); `flask payments rebuild-totals` recounts the same rows with the
@@ -46,6 +47,12 @@ BACKFILL = {
         GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
     """,
 }
+BACKFILL_VOLUMES = """
+    INSERT INTO payment_day_volumes (account_id, mode, day, currency, paid_with, paid, count, amount)
+    SELECT account_id, mode, day, currency, paid_with, paid, sum(count), sum(amount)
+    FROM payment_day_totals
+    GROUP BY account_id, mode, day, currency, paid_with, paid
+"""
 
 
 def _key_columns() -> list[sa.Column]:
@@ -91,6 +98,35 @@ def upgrade():
         ),
     )
     op.create_table(
+        "payment_day_volumes",
+        sa.Column("account_id", sa.String(length=36), nullable=False),
+        sa.Column(
+            "mode",
+            sa.Enum("LIVE", "TEST", name="keymode", native_enum=False, length=8),
+            nullable=False,
+        ),
+        sa.Column("day", sa.Date(), nullable=False),
+        sa.Column("currency", sa.String(length=8), nullable=False),
+        sa.Column("paid_with", sa.String(length=16), nullable=False),
+        sa.Column("paid", sa.Boolean(), nullable=False),
+        sa.Column("count", sa.BigInteger(), nullable=False),
+        sa.Column("amount", sa.BigInteger(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["account_id"],
+            ["accounts.id"],
+            name=op.f("fk_payment_day_volumes_account_id_accounts"),
+        ),
+        sa.PrimaryKeyConstraint(
+            "account_id",
+            "mode",
+            "day",
+            "currency",
+            "paid_with",
+            "paid",
+            name=op.f("pk_payment_day_volumes"),
+        ),
+    )
+    op.create_table(
         "payment_total_changes",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         *_key_columns(),
@@ -104,9 +140,11 @@ def upgrade():
         ["account_id", "mode", "day"],
     )
     op.execute(BACKFILL[op.get_bind().dialect.name])
+    op.execute(BACKFILL_VOLUMES)
 
 
 def downgrade():
     op.drop_index("ix_payment_total_changes_scope", table_name="payment_total_changes")
     op.drop_table("payment_total_changes")
+    op.drop_table("payment_day_volumes")
     op.drop_table("payment_day_totals")

@@ -76,60 +76,46 @@ def calendar_window(first_day: date, now: datetime) -> StatsWindow:
 
 def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | None = None) -> dict:
     """Totals, paid volume per currency and per method, and the daily paid volume, from the
-    daily totals grouped by day, currency and method (a few rows per day of the window)."""
+    coarse daily totals: three small grouped reads (the window, today, the daily points)."""
     window = stats_window(days, now or utcnow())
-    daily_first_day = _daily_first_day(window.first_day, window.today)
     groups = payment_totals.day_totals(
-        account_id,
-        mode,
-        window.first_day,
-        window.end,
-        by=("day", "currency", "paid_with", "paid"),
+        account_id, mode, window.first_day, window.end, by=("currency", "paid_with", "paid")
     )
-
+    today = payment_totals.day_totals(
+        account_id, mode, window.today, window.end, by=("currency", "paid")
+    )
+    paid = [group for group in groups if group.paid and group.count]
+    paid_count = sum(group.count for group in paid)
     total = sum(group.count for group in groups)
-    paid_count = sum(group.count for group in groups if group.paid)
     by_currency: dict[str, dict] = {}
     by_method: dict[tuple[str, str], dict] = {}
-    daily: dict[date, dict[str, int]] = {}
-    for group in sorted(groups, key=lambda group: group.currency):
-        if not group.paid or not group.count:
-            continue
-        today = group.day == window.today
-        currency = by_currency.setdefault(
-            group.currency,
-            {"volume": 0, "count": 0, "today_volume": 0, "today_count": 0},
-        )
+    for group in sorted(paid, key=lambda group: group.currency):
+        currency = by_currency.setdefault(group.currency, {"volume": 0, "count": 0})
         currency["volume"] += group.amount
         currency["count"] += group.count
-        currency["today_volume"] += group.amount if today else 0
-        currency["today_count"] += group.count if today else 0
         if group.paid_with:
             method = by_method.setdefault(
                 (group.paid_with, group.currency), {"volume": 0, "count": 0}
             )
             method["volume"] += group.amount
             method["count"] += group.count
-        if group.day >= daily_first_day:
-            day = daily.setdefault(group.day, {})
-            day[group.currency] = day.get(group.currency, 0) + group.amount
 
     methods = sorted(by_method.items(), key=lambda item: (-item[1]["volume"], *item[0]))
     return {
         "totalTransactions": total,
         "paidTransactions": paid_count,
-        "todayTransactions": sum(group.count for group in groups if group.day == window.today),
+        "todayTransactions": sum(group.count for group in today),
         "successRate": _rate(paid_count, total),
         "volumeByCurrency": [
             {"currency": code, "volume": figures["volume"], "count": figures["count"]}
             for code, figures in by_currency.items()
         ],
         "todayVolumeByCurrency": {
-            code: figures["today_volume"]
-            for code, figures in by_currency.items()
-            if figures["today_count"]
+            group.currency: group.amount
+            for group in sorted(today, key=lambda group: group.currency)
+            if group.paid and group.count
         },
-        "dailyVolume": _daily_points(daily_first_day, window.today, daily),
+        "dailyVolume": daily_volume(account_id, mode, window),
         "methodBreakdown": [
             {
                 "method": method,
@@ -240,9 +226,9 @@ def daily_volume(account_id: str, mode: KeyMode, window: StatsWindow) -> list[di
     first_day = _daily_first_day(window.first_day, window.today)
     volumes: dict[date, dict[str, int]] = {}
     for group in payment_totals.day_totals(
-        account_id, mode, first_day, window.end, by=("day", "currency", "paid")
+        account_id, mode, first_day, window.end, by=("day", "currency"), paid=True
     ):
-        if group.paid and group.count:
+        if group.count:
             volumes.setdefault(group.day, {})[group.currency] = group.amount
     return _daily_points(first_day, window.today, volumes)
 

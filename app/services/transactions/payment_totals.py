@@ -6,7 +6,8 @@ the rebuild and the readers all go through it or through its columns. Every flus
 inserts, changes or deletes a `Transaction` appends the difference to
 `payment_total_changes` in the same database transaction (a savepoint or transaction that
 rolls back takes its changes with it); `fold_changes`, a periodic job, moves them into
-`payment_day_totals`; `day_totals` reads both. Nothing here updates a shared row on a
+`payment_day_totals` and its coarse projection `payment_day_volumes` (what the stats read);
+`day_totals` reads the folded rows and the pending changes. Nothing here updates a shared row on a
 payment's path, so concurrent payments of one merchant never wait on each other.
 
 Writes that bypass the ORM (raw SQL, as the benchmarks' seeding does) are not seen:
@@ -25,7 +26,7 @@ from sqlalchemy.orm import Session
 from app.business_days import SAO_PAULO
 from app.extensions import db
 from app.models import KeyMode, Transaction
-from app.models.payment_totals import PaymentDayTotal, PaymentTotalChange
+from app.models.payment_totals import PaymentDayTotal, PaymentDayVolume, PaymentTotalChange
 
 # The transaction's attributes its row depends on (each with `active_history` on the model,
 # so a change made to an unloaded attribute still knows the value it replaces).
@@ -61,6 +62,7 @@ class TotalRow:
 
 
 KEY_COLUMNS = tuple(TotalRow.__dataclass_fields__)
+VOLUME_COLUMNS = ("account_id", "mode", "day", "currency", "paid_with", "paid")
 
 
 def offered_methods(methods: Iterable[str]) -> str:
@@ -160,23 +162,27 @@ def day_totals(
     first_day: date,
     until: datetime,
     by: tuple[str, ...],
+    paid: bool | None = None,
 ) -> list[tuple]:
     """The count and amount of the account's transactions created from 00:00 São Paulo of
-    `first_day` through `until`, grouped by the named key columns, as named tuples of those
-    columns, `count` and `amount`. The folded totals plus the changes not yet folded give
-    whole days through `until`'s; the few rows of that day created after `until` (none, when
-    `until` is now) are read and taken off."""
+    `first_day` through `until` (only the paid or unpaid ones when `paid` is given), grouped
+    by the named key columns, as named tuples of those columns, `count` and `amount`. The
+    folded totals (the coarse ones when they hold every column asked for) plus the changes
+    not yet folded give whole days through `until`'s; the few rows of that day created after
+    `until` (none, when `until` is now) are read and taken off."""
     last_day = until.astimezone(SAO_PAULO).date()
+    folded = PaymentDayVolume if set(by) <= set(VOLUME_COLUMNS) else PaymentDayTotal
 
     def scoped(model) -> sa.Select:
-        return sa.select(*(getattr(model, name) for name in by), model.count, model.amount).where(
+        query = sa.select(*(getattr(model, name) for name in by), model.count, model.amount).where(
             model.account_id == account_id,
             model.mode == mode,
             model.day >= first_day,
             model.day <= last_day,
         )
+        return query if paid is None else query.where(model.paid == paid)
 
-    both = sa.union_all(scoped(PaymentDayTotal), scoped(PaymentTotalChange)).subquery()
+    both = sa.union_all(scoped(folded), scoped(PaymentTotalChange)).subquery()
     grouped = [both.c[name] for name in by]
     rows = db.session.execute(
         sa.select(
@@ -188,6 +194,8 @@ def day_totals(
     sums: dict[tuple, list[int]] = {tuple(row[:-2]): [row[-2], row[-1]] for row in rows}
     for values in _created_later_that_day(account_id, mode, until):
         row, amount = _row_of(values)
+        if paid is not None and row.paid != paid:
+            continue
         figures = sums[tuple(getattr(row, name) for name in by)]
         figures[0] -= 1
         figures[1] -= amount
@@ -226,7 +234,9 @@ def fold_changes() -> int:
     tally = _Tally()
     for change in moved:
         tally.add(TotalRow(*change[: len(KEY_COLUMNS)]), change.count, change.amount)
-    _add_to_totals(tally.rows())
+    totals = tally.rows()
+    _add_to(PaymentDayTotal, KEY_COLUMNS, totals)
+    _add_to(PaymentDayVolume, VOLUME_COLUMNS, _volumes(totals))
     db.session.commit()
     return len(moved)
 
@@ -242,7 +252,7 @@ def rebuild_totals(account_id: str | None = None) -> int:
         engine = engine.execution_options(isolation_level="REPEATABLE READ")
     with Session(engine) as session, session.begin():
         _serialise_with_other_folds(session)
-        for model in (PaymentDayTotal, PaymentTotalChange):
+        for model in (PaymentDayTotal, PaymentDayVolume, PaymentTotalChange):
             delete = sa.delete(model)
             if account_id is not None:
                 delete = delete.where(model.account_id == account_id)
@@ -257,23 +267,38 @@ def rebuild_totals(account_id: str | None = None) -> int:
             tally.add_transaction(values, +1)
             counted += 1
         totals = tally.rows()
-        for start in range(0, len(totals), REBUILD_BATCH):
-            session.execute(sa.insert(PaymentDayTotal), totals[start : start + REBUILD_BATCH])
+        for model, rows in ((PaymentDayTotal, totals), (PaymentDayVolume, _volumes(totals))):
+            for start in range(0, len(rows), REBUILD_BATCH):
+                session.execute(sa.insert(model), rows[start : start + REBUILD_BATCH])
     return counted
 
 
-def _add_to_totals(rows: list[dict]) -> None:
-    """Add counts and amounts to their daily totals, creating the rows that do not exist."""
+def _volumes(totals: list[dict]) -> list[dict]:
+    """The totals summed into the coarse rows of `PaymentDayVolume`."""
+    summed: dict[tuple, list[int]] = {}
+    for total in totals:
+        figures = summed.setdefault(tuple(total[name] for name in VOLUME_COLUMNS), [0, 0])
+        figures[0] += total["count"]
+        figures[1] += total["amount"]
+    return [
+        {**dict(zip(VOLUME_COLUMNS, key, strict=True)), "count": count, "amount": amount}
+        for key, (count, amount) in summed.items()
+        if count or amount
+    ]
+
+
+def _add_to(model: type[PaymentDayTotal | PaymentDayVolume], key: tuple, rows: list[dict]) -> None:
+    """Add counts and amounts to their rows of `model`, creating the rows that do not exist."""
     if not rows:
         return
     dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
-    insert = dialect.insert(PaymentDayTotal)
+    insert = dialect.insert(model)
     db.session.execute(
         insert.on_conflict_do_update(
-            index_elements=list(KEY_COLUMNS),
+            index_elements=list(key),
             set_={
-                "count": PaymentDayTotal.count + insert.excluded.count,
-                "amount": PaymentDayTotal.amount + insert.excluded.amount,
+                "count": model.count + insert.excluded.count,
+                "amount": model.amount + insert.excluded.amount,
             },
         ),
         rows,

@@ -18,6 +18,7 @@ from app.models import (
     KeyMode,
     Origin,
     PaymentDayTotal,
+    PaymentDayVolume,
     PaymentTotalChange,
     Transaction,
     TransactionStatus,
@@ -82,13 +83,35 @@ def recount(account_id: str, until: datetime = NOW) -> Counter:
 
 
 def totals(account_id: str, until: datetime = NOW, first_day: date = date(2026, 1, 1)) -> Counter:
+    """The fine totals as the service reads them; the coarse ones must add up to the same."""
     found: Counter = Counter()
     for row in payment_totals.day_totals(account_id, KeyMode.TEST, first_day, until, by=KEY):
         key = tuple(row[: len(KEY)])
         if row.count or row.amount:
             found[(key, "count")] += row.count
             found[(key, "amount")] += row.amount
+    assert coarse(account_id, until, first_day) == _project(found)
     return found
+
+
+COARSE = ("day", "currency", "paid_with", "paid")
+
+
+def coarse(account_id: str, until: datetime, first_day: date) -> Counter:
+    found: Counter = Counter()
+    for row in payment_totals.day_totals(account_id, KeyMode.TEST, first_day, until, by=COARSE):
+        if row.count or row.amount:
+            found[(tuple(row[: len(COARSE)]), "count")] += row.count
+            found[(tuple(row[: len(COARSE)]), "amount")] += row.amount
+    return found
+
+
+def _project(fine: Counter) -> Counter:
+    projected: Counter = Counter()
+    for (key, what), value in fine.items():
+        row = dict(zip(KEY, key, strict=True))
+        projected[(tuple(row[name] for name in COARSE), what)] += value
+    return +projected
 
 
 def pending_changes() -> int:
@@ -214,14 +237,28 @@ def test_the_migration_backfill_counts_as_the_service_does(app, account_id):
         by_service = db.session.execute(sa.select(PaymentDayTotal)).scalars().all()
         by_service = sorted(_as_tuple(row) for row in by_service)
 
+        volumes_by_service = _volumes()
+
         db.session.execute(sa.delete(PaymentDayTotal))
+        db.session.execute(sa.delete(PaymentDayVolume))
         db.session.execute(sa.text(migration.BACKFILL[db.engine.dialect.name]))
+        db.session.execute(sa.text(migration.BACKFILL_VOLUMES))
         db.session.commit()
         by_migration = sorted(
             _as_tuple(row) for row in db.session.execute(sa.select(PaymentDayTotal)).scalars()
         )
+        volumes_by_migration = _volumes()
     assert by_migration == by_service
+    assert volumes_by_migration == volumes_by_service
+    assert len(volumes_by_service) == 3
     assert any(row[6] == "BOLETO,PIX" for row in by_service)
+
+
+def _volumes() -> list[tuple]:
+    return sorted(
+        (row.day, row.currency, row.paid_with, row.paid, row.count, row.amount)
+        for row in db.session.execute(sa.select(PaymentDayVolume)).scalars()
+    )
 
 
 def _as_tuple(total: PaymentDayTotal) -> tuple:
