@@ -130,6 +130,7 @@ def load_settings() -> dict:
         "WEBHOOK_MAX_ATTEMPTS": _env_int("WEBHOOK_MAX_ATTEMPTS", 15),
         "WEBHOOK_TIMEOUT_SECONDS": _env_int("WEBHOOK_TIMEOUT_SECONDS", 30),
         "WEBHOOK_ENDPOINT_CONCURRENCY": _env_int("WEBHOOK_ENDPOINT_CONCURRENCY", 2),
+        "WEBHOOK_SENDERS": _env_int("WEBHOOK_SENDERS", 32),
         "WEBHOOK_SWEEP_SECONDS": _env_int("WEBHOOK_SWEEP_SECONDS", 15),
         "WEBHOOK_FAILING_ENDPOINT_ALERT": _env_int("WEBHOOK_FAILING_ENDPOINT_ALERT", 5),
         "WEBHOOK_ALLOW_PRIVATE_TEST_URLS": _env_bool(
@@ -227,6 +228,7 @@ def validate_config(config: dict) -> None:
         "API_RATE_LIMIT_PER_MINUTE",
         "API_RATE_LIMIT_PER_ACCOUNT_PER_MINUTE",
         "WEBHOOK_ENDPOINT_CONCURRENCY",
+        "WEBHOOK_SENDERS",
     ):
         if config[name] < 1:
             raise RuntimeError(f"{name} must be at least 1.")

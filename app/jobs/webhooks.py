@@ -1,11 +1,18 @@
-"""Webhook jobs: the relay (after every commit that recorded events), one delivery attempt,
-and the periodic sweep that catches up on anything missed and sends due retries.
+"""Webhook jobs: the relay (after every commit that recorded events), the delivery engine
+that sends every due delivery in batches, one delivery's attempt (a resend), and the
+periodic sweep that catches up on anything missed.
 
 Each is safe to run twice or at once: the relay takes each event by a conditional UPDATE,
 and an attempt runs only after its delivery was claimed under a lease.
 """
 
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from flask import Flask, current_app
+
 from app.extensions import WEBHOOK_QUEUE, db, get_queue
+from app.models.base import utcnow
 from app.services.webhooks import alerts, relay, transport
 from app.services.webhooks import delivery as webhook_delivery
 
@@ -36,18 +43,70 @@ def deliver(delivery_id: str) -> str | None:
     return str(delivery.status)
 
 
+def send_due_deliveries() -> int:
+    """The delivery engine: claim due deliveries in batches, send them concurrently
+    (WEBHOOK_SENDERS threads, each attempt with its own lease, signature and time limit),
+    and record the outcomes that have come in, one transaction for all of them, while
+    claiming more for the senders that are free. Returns how many attempts it made."""
+    app = current_app._get_current_object()
+    senders = app.config["WEBHOOK_SENDERS"]
+    started = utcnow()
+    stop_claiming_at = time.monotonic() + webhook_delivery.ENGINE_RUN_SECONDS
+    in_flight: dict[Future, tuple[str, int]] = {}
+    attempts = 0
+    more_due = False
+    claiming = True
+    with ThreadPoolExecutor(senders, thread_name_prefix="webhook-sender") as pool:
+        while True:
+            free = senders - len(in_flight)
+            if free and claiming:
+                claimed = webhook_delivery.claim_due(free, not_attempted_since=started)
+                batch = [
+                    (delivery.id, delivery.attempts, webhook_delivery.prepare(delivery))
+                    for delivery in claimed
+                ]
+                db.session.commit()
+                for delivery_id, attempt_number, outgoing in batch:
+                    future = pool.submit(_send_in, app, outgoing)
+                    in_flight[future] = (delivery_id, attempt_number)
+                more_due = len(claimed) == free
+                claiming = time.monotonic() < stop_claiming_at
+            if not in_flight:
+                break
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                delivery_id, attempt_number = in_flight.pop(future)
+                webhook_delivery.record(delivery_id, attempt_number, future.result())
+            db.session.commit()
+            attempts += len(done)
+    if more_due:
+        enqueue_engine()
+    return attempts
+
+
+def _send_in(app: Flask, outgoing: transport.Outgoing) -> transport.Attempt:
+    with app.app_context():
+        return transport.send(outgoing)
+
+
+def enqueue_engine() -> None:
+    """Ask for a run of the delivery engine now (the relay asks after its commit)."""
+    get_queue(WEBHOOK_QUEUE).enqueue(
+        send_due_deliveries, job_timeout=webhook_delivery.engine_job_timeout()
+    )
+
+
 def alert_failing_endpoint(endpoint_id: str) -> None:
     """E-mail the owners that an endpoint keeps dead-lettering (after the commit that said so)."""
     alerts.alert_owners(endpoint_id)
 
 
 def sweep_webhooks() -> int:
-    """Relay events whose relay job never ran (Redis was down), then enqueue a `deliver` job
-    for every due retry and every delivery whose sender died; sending happens in those jobs
-    (one slow endpoint never holds up the sweep). Returns how many were enqueued."""
+    """Relay events whose relay job never ran (Redis was down), then ask for an engine run
+    when any delivery is due (a retry, or one whose sender died); sending happens there, so
+    one slow endpoint never holds up the sweep. Returns how many were due."""
     relay_events()
     due = webhook_delivery.due_deliveries()
-    queue = get_queue(WEBHOOK_QUEUE)
-    for delivery_id in due:
-        queue.enqueue(deliver, delivery_id, job_timeout=webhook_delivery.job_timeout())
+    if due:
+        enqueue_engine()
     return len(due)

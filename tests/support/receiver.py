@@ -22,6 +22,9 @@ class Receiver:
     server: ThreadingHTTPServer
     received: list[Received] = field(default_factory=list)
     replies: list[tuple[int, dict, float]] = field(default_factory=list)
+    answering: int = 0
+    most_at_once: int = 0  # the most requests it was answering at the same moment
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def url(self) -> str:
@@ -48,9 +51,14 @@ def start_receiver() -> Receiver:
         def do_POST(self):
             length = int(self.headers.get("Content-Length", 0))
             body = self.rfile.read(length)
-            receiver.received.append(Received(self.path, dict(self.headers), body))
-            status, headers, delay = receiver.next_reply()
+            with receiver.lock:
+                receiver.received.append(Received(self.path, dict(self.headers), body))
+                status, headers, delay = receiver.next_reply()
+                receiver.answering += 1
+                receiver.most_at_once = max(receiver.most_at_once, receiver.answering)
             time.sleep(delay)
+            with receiver.lock:
+                receiver.answering -= 1
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)

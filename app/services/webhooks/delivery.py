@@ -29,6 +29,12 @@ LEASE_MARGIN = timedelta(seconds=30)
 # A due delivery whose endpoint already has WEBHOOK_ENDPOINT_CONCURRENCY attempts under way
 # waits this long, PENDING; the next webhook sweep sends it.
 ENDPOINT_BUSY_WAIT = timedelta(seconds=5)
+# A batch claim looks at this many due deliveries per place it fills, so deliveries to full
+# endpoints ahead in the line do not leave the batch empty.
+CANDIDATES_PER_PLACE = 4
+# The delivery engine (`jobs.webhooks.send_due_deliveries`) stops taking new deliveries
+# after this long, finishes what it sent, and asks for another run if there was more.
+ENGINE_RUN_SECONDS = 60
 # Wait before attempt n+1 (seconds): 0, 30 s, 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, then 3 h.
 RETRY_DELAYS = (30, 60, 300, 900, 1800, 3600, 7200, 10800)
 JITTER = 0.1
@@ -77,25 +83,113 @@ def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | No
         .execution_options(synchronize_session=False)
     )
     if claimed.rowcount != 1:
-        # Still PENDING and due: its endpoint had no room. Not an attempt; the sweep retries.
-        db.session.execute(
-            sa.update(WebhookDelivery)
-            .where(
-                WebhookDelivery.id == delivery_id,
-                WebhookDelivery.status == D.PENDING,
-                WebhookDelivery.next_retry_at <= now,
-            )
-            .values(next_retry_at=now + ENDPOINT_BUSY_WAIT, updated_at=now)
-            .execution_options(synchronize_session=False)
-        )
+        _wait_for_room([delivery_id], now)
         return None
     delivery = db.session.get(WebhookDelivery, delivery_id, populate_existing=True)
-    if delivery.attempts > delivery.max_attempts:
-        delivery.attempts = delivery.max_attempts
-        delivery.last_error = "Its last attempt never finished (the worker stopped)."
-        _dead_letter(delivery)
-        return None
-    return delivery
+    return None if _dead_lettered_if_spent(delivery) else delivery
+
+
+def claim_due(
+    limit: int, not_attempted_since: datetime, now: datetime | None = None
+) -> list[WebhookDelivery]:
+    """Take up to `limit` due deliveries at once, oldest due first, each for one attempt
+    under a lease as `claim` does (the caller commits before sending); none attempted since
+    `not_attempted_since` (an engine run retries nothing it sent itself: a retry due at once,
+    `Retry-After: 0`, waits for the next run). The endpoints' rows are locked with SKIP
+    LOCKED: two batch claimers never wait on each other, they take deliveries to other
+    endpoints; an endpoint with WEBHOOK_ENDPOINT_CONCURRENCY attempts under way gets none,
+    and its due deliveries wait ENDPOINT_BUSY_WAIT as with `claim`."""
+    now = now or utcnow()
+    candidates = db.session.execute(
+        sa.select(WebhookDelivery.id, WebhookDelivery.endpoint_id)
+        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+        .where(
+            _is_due(now),
+            sa.or_(
+                WebhookDelivery.last_attempt_at.is_(None),
+                WebhookDelivery.last_attempt_at < not_attempted_since,
+            ),
+        )
+        .order_by(WebhookDelivery.next_retry_at)
+        .limit(limit * CANDIDATES_PER_PLACE)
+        .with_for_update(of=WebhookEndpoint, skip_locked=True)
+    ).all()
+    room = _room_per_endpoint({candidate.endpoint_id for candidate in candidates}, now)
+    chosen: list[str] = []
+    no_room: list[str] = []
+    for candidate in candidates:
+        if room[candidate.endpoint_id] <= 0:
+            no_room.append(candidate.id)
+        elif len(chosen) < limit:
+            room[candidate.endpoint_id] -= 1
+            chosen.append(candidate.id)
+    _wait_for_room(no_room, now)
+    if not chosen:
+        return []
+    claimed_ids = db.session.scalars(
+        sa.update(WebhookDelivery)
+        .where(WebhookDelivery.id.in_(chosen), _is_due(now))
+        .values(
+            status=D.PROCESSING,
+            attempts=WebhookDelivery.attempts + 1,
+            lease_expires_at=now + _lease(),
+            last_attempt_at=now,
+            updated_at=now,
+        )
+        .returning(WebhookDelivery.id)
+        .execution_options(synchronize_session=False)
+    ).all()
+    claimed = db.session.scalars(
+        sa.select(WebhookDelivery)
+        .where(WebhookDelivery.id.in_(claimed_ids))
+        .execution_options(populate_existing=True)
+    ).all()
+    return [delivery for delivery in claimed if not _dead_lettered_if_spent(delivery)]
+
+
+def _room_per_endpoint(endpoint_ids: set[str], now: datetime) -> dict[str, int]:
+    """How many more attempts each endpoint may have under way now."""
+    under_way = dict(
+        db.session.execute(
+            sa.select(WebhookDelivery.endpoint_id, sa.func.count())
+            .where(
+                WebhookDelivery.endpoint_id.in_(endpoint_ids),
+                WebhookDelivery.status == D.PROCESSING,
+                WebhookDelivery.lease_expires_at > now,
+            )
+            .group_by(WebhookDelivery.endpoint_id)
+        ).all()
+    )
+    allowed = current_app.config["WEBHOOK_ENDPOINT_CONCURRENCY"]
+    return {endpoint_id: allowed - under_way.get(endpoint_id, 0) for endpoint_id in endpoint_ids}
+
+
+def _wait_for_room(delivery_ids: list[str], now: datetime) -> None:
+    """Due deliveries whose endpoint had no room stay PENDING, ENDPOINT_BUSY_WAIT later: not
+    an attempt; the next claim or sweep takes them."""
+    if not delivery_ids:
+        return
+    db.session.execute(
+        sa.update(WebhookDelivery)
+        .where(
+            WebhookDelivery.id.in_(delivery_ids),
+            WebhookDelivery.status == D.PENDING,
+            WebhookDelivery.next_retry_at <= now,
+        )
+        .values(next_retry_at=now + ENDPOINT_BUSY_WAIT, updated_at=now)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def _dead_lettered_if_spent(delivery: WebhookDelivery) -> bool:
+    """A delivery claimed again after its claimant died during its last allowed attempt is
+    dead-lettered instead of being sent again."""
+    if delivery.attempts <= delivery.max_attempts:
+        return False
+    delivery.attempts = delivery.max_attempts
+    delivery.last_error = "Its last attempt never finished (the worker stopped)."
+    _dead_letter(delivery)
+    return True
 
 
 def _is_due(now: datetime):
@@ -125,6 +219,12 @@ def _has_room(endpoint_id: str, now: datetime):
 def job_timeout() -> int:
     """RQ's limit for one `deliver` job: the lease, so RQ never kills a sender early."""
     return int(_lease().total_seconds())
+
+
+def engine_job_timeout() -> int:
+    """RQ's limit for a run of the delivery engine: its claiming window, then the last
+    attempts' leases."""
+    return ENGINE_RUN_SECONDS + job_timeout()
 
 
 def _lease() -> timedelta:

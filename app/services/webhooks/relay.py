@@ -1,6 +1,8 @@
 """The relay: where every delivery starts. Each new event (the transactional outbox) becomes
 one delivery per subscribed ACTIVE endpoint of the same account and mode, and a past
-delivery sent again becomes a new one; each is queued for a `deliver` job after commit.
+delivery sent again becomes a new one. After the commit, the delivery engine is asked to
+run (`send_due_deliveries`, which sends every due delivery in batches); a single resend is
+sent by a `deliver` job of its own.
 
 An event is taken by a conditional UPDATE, so two relays never double a delivery. A
 transaction's `webhookUrl` adds its endpoint to the subscribers of its `payment.*` events.
@@ -17,11 +19,12 @@ from app.formats.webhooks import envelope
 from app.models import DeliveryStatus, Event, KeyMode, Transaction, WebhookDelivery, WebhookEndpoint
 from app.models.base import utcnow
 from app.queueing import enqueue_after_commit
-from app.services.webhooks.delivery import job_timeout
+from app.services.webhooks.delivery import engine_job_timeout, job_timeout
 from app.services.webhooks.endpoints import active_endpoints, get_endpoint, resendability
 from app.services.webhooks.log import get_delivery
 
 DELIVER_JOB = "app.jobs.webhooks.deliver"
+ENGINE_JOB = "app.jobs.webhooks.send_due_deliveries"
 TRANSACTION_EVENT_PREFIX = "payment."
 
 
@@ -48,16 +51,15 @@ def relay_pending(batch_size: int = 200) -> int:
         )
         if taken.rowcount == 1:
             for endpoint in _subscribers(event):
-                _queue(_new_delivery(endpoint, event, now))
+                _add(_new_delivery(endpoint, event, now))
     return len(candidates)
 
 
-def _queue(delivery: WebhookDelivery) -> WebhookDelivery:
+def _add(delivery: WebhookDelivery) -> WebhookDelivery:
+    """A new delivery, sent by the engine run asked for after the commit."""
     db.session.add(delivery)
     db.session.flush()
-    enqueue_after_commit(
-        db.session(), WEBHOOK_QUEUE, DELIVER_JOB, delivery.id, job_timeout=job_timeout()
-    )
+    enqueue_after_commit(db.session(), WEBHOOK_QUEUE, ENGINE_JOB, job_timeout=engine_job_timeout())
     return delivery
 
 
@@ -65,7 +67,13 @@ def resend(account_id: str, mode: KeyMode, delivery_id: str) -> WebhookDelivery:
     """Send a past delivery again as a new delivery (same event, same `evt_` id)."""
     original = get_delivery(account_id, mode, delivery_id)
     endpoint = _resendable_endpoint(account_id, mode, original.endpoint_id)
-    return _queue(_copy_for_resend(original, endpoint, utcnow()))
+    copy = _copy_for_resend(original, endpoint, utcnow())
+    db.session.add(copy)
+    db.session.flush()
+    enqueue_after_commit(
+        db.session(), WEBHOOK_QUEUE, DELIVER_JOB, copy.id, job_timeout=job_timeout()
+    )
+    return copy
 
 
 def recover(account_id: str, mode: KeyMode, endpoint_id: str, since: datetime) -> int:
@@ -83,7 +91,7 @@ def recover(account_id: str, mode: KeyMode, endpoint_id: str, since: datetime) -
     ).all()
     now = utcnow()
     for original in failed:
-        _queue(_copy_for_resend(original, endpoint, now))
+        _add(_copy_for_resend(original, endpoint, now))
     return len(failed)
 
 

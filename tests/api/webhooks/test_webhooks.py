@@ -613,16 +613,19 @@ def test_outside_development_test_endpoints_may_not_be_private(
     assert_error(response, 400, "invalid_request_error", "invalid_request", param="url")
 
 
-def test_every_queued_delivery_is_limited_to_its_lease(app, client, api_key, receiver, redis):
-    """A sender stuck on trickled headers is stopped before a second one may take the lease."""
+def test_every_queued_sender_is_limited_to_its_leases(app, client, api_key, receiver, redis):
+    """RQ never stops a sender before its attempts' leases end: an engine run's limit is its
+    claiming window plus a lease (each attempt ends at its own deadline, within its lease)."""
     _register(client, api_key, receiver.url, events=("charge.created",))
     created(client, api_key)
     with app.app_context():
         webhook_jobs.relay_events()
         jobs = get_queue(WEBHOOK_QUEUE).get_jobs()
-        deliveries = [job for job in jobs if job.func_name == relay.DELIVER_JOB]
-        assert deliveries
-        assert {job.timeout for job in deliveries} == {webhook_delivery.job_timeout()}
+        engines = [job for job in jobs if job.func_name == relay.ENGINE_JOB]
+        assert len(engines) == 1  # one run for the relay's commit, whatever it fanned out
+        assert engines[0].timeout == webhook_delivery.ENGINE_RUN_SECONDS + (
+            webhook_delivery.job_timeout()
+        )
 
 
 def test_one_endpoint_never_takes_more_workers_than_its_cap(
