@@ -14,12 +14,13 @@ What it does, in one run on this machine:
 3. Before any clock starts, in this process with the app (`create_app`, the run's
    environment): registers a test-mode endpoint for `charge.created` at the receiver, records
    warm-up + counted events in the outbox (`record_event`, committed in batches), and relays
-   them with the app's own `relay_events()`: one PENDING delivery per event, and one deliver
-   job per delivery, enqueued by the relay's after-commit hook. The event commits also enqueue
-   relay jobs; those are dropped before relaying, so the default queue holds exactly the
-   deliver jobs and the worker measures nothing else.
+   them with the app's own `relay_events()`: one PENDING delivery per event, and a run of the
+   delivery engine per relay batch, enqueued by the relay's after-commit hook. The event
+   commits also enqueue relay jobs; those are dropped before relaying, so the queue holds
+   only engine runs and the worker measures nothing else.
 4. `worker`: starts ONE `python worker.py` (the production entry point: RQ, each job in
-   the worker process: claim, sign, POST, record). The clock starts when the
+   the worker process; the engine claims batches, signs, POSTs from its pool of senders and
+   records). The clock starts when the
    warm-up deliveries are DELIVERED (start-up, imports, connections) and stops when all are;
    the database is polled every 20 ms. Then checks that every delivery took one attempt and
    that the receiver got exactly one POST per delivery.
@@ -298,20 +299,20 @@ def record_events(account_id: str, total: int) -> None:
 def relay(total: int) -> None:
     """Fan the events out with the app's relay, here and now rather than in the worker. The
     event commits enqueued relay jobs: drop them first, so the queue ends up holding only the
-    deliver jobs the relay's commits enqueue, one per delivery."""
+    delivery engine runs the relay's commits ask for (one per relay batch)."""
     from app.extensions import WEBHOOK_QUEUE, get_queue
     from app.jobs.webhooks import relay_events
-    from app.services.webhooks.relay import DELIVER_JOB
+    from app.services.webhooks.relay import ENGINE_JOB
 
     queue = get_queue(WEBHOOK_QUEUE)
     queue.empty()
     relayed = relay_events()
     jobs = queue.get_jobs()
     functions = {job.func_name for job in jobs}
-    if relayed != total or len(jobs) != total or functions != {DELIVER_JOB}:
+    if relayed != total or not jobs or functions != {ENGINE_JOB}:
         raise BenchmarkError(
-            f"Expected {total} deliver jobs; relayed {relayed} events, queued {len(jobs)} "
-            f"jobs of {sorted(functions)}."
+            f"Expected {total} events relayed and engine runs queued; relayed {relayed}, "
+            f"queued {len(jobs)} jobs of {sorted(functions)}."
         )
 
 

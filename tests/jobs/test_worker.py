@@ -56,6 +56,7 @@ def test_cron_schedule_declares_the_periodic_jobs(redis):
         ("app.jobs.payouts.sweep_payouts", "money", 30),
         ("app.jobs.webhooks.sweep_webhooks", "webhooks", 15),
         ("app.jobs.payments.sweep_payments", "money", 10),
+        ("app.jobs.payments.fold_payment_totals", "default", 60),
         ("app.jobs.refunds.poll_refunds", "money", 30),
         ("app.jobs.disputes.sweep_dispute_notices", "default", 60),
     }

@@ -83,7 +83,7 @@ def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | No
         .execution_options(synchronize_session=False)
     )
     if claimed.rowcount != 1:
-        _wait_for_room([delivery_id], now)
+        _wait_for_room(delivery_id, now)
         return None
     delivery = db.session.get(WebhookDelivery, delivery_id, populate_existing=True)
     return None if _dead_lettered_if_spent(delivery) else delivery
@@ -95,14 +95,27 @@ def claim_due(
     """Take up to `limit` due deliveries at once, oldest due first, each for one attempt
     under a lease as `claim` does (the caller commits before sending); none attempted since
     `not_attempted_since` (an engine run retries nothing it sent itself: a retry due at once,
-    `Retry-After: 0`, waits for the next run). The endpoints' rows are locked with SKIP
-    LOCKED: two batch claimers never wait on each other, they take deliveries to other
-    endpoints; an endpoint with WEBHOOK_ENDPOINT_CONCURRENCY attempts under way gets none,
-    and its due deliveries wait ENDPOINT_BUSY_WAIT as with `claim`."""
+    `Retry-After: 0`, waits for the next run).
+
+    Each endpoint puts forward at most WEBHOOK_ENDPOINT_CONCURRENCY of its oldest, so one
+    endpoint's backlog never fills the batch, and gets at most its room: a delivery to a
+    full endpoint stays due for the next claim, which comes as soon as a sender is free. The
+    endpoints' rows are locked with SKIP LOCKED: two batch claimers never wait on each
+    other, they take deliveries to other endpoints."""
     now = now or utcnow()
-    candidates = db.session.execute(
-        sa.select(WebhookDelivery.id, WebhookDelivery.endpoint_id)
-        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+    allowed = current_app.config["WEBHOOK_ENDPOINT_CONCURRENCY"]
+    ranked = (
+        sa.select(
+            WebhookDelivery.id,
+            WebhookDelivery.endpoint_id,
+            WebhookDelivery.next_retry_at,
+            sa.func.row_number()
+            .over(
+                partition_by=WebhookDelivery.endpoint_id,
+                order_by=(WebhookDelivery.next_retry_at, WebhookDelivery.id),
+            )
+            .label("place"),
+        )
         .where(
             _is_due(now),
             sa.or_(
@@ -110,20 +123,27 @@ def claim_due(
                 WebhookDelivery.last_attempt_at < not_attempted_since,
             ),
         )
-        .order_by(WebhookDelivery.next_retry_at)
+        .subquery()
+    )
+    candidates = db.session.execute(
+        sa.select(ranked.c.id, ranked.c.endpoint_id)
+        .where(ranked.c.place <= allowed)
+        .order_by(ranked.c.next_retry_at, ranked.c.id)
         .limit(limit * CANDIDATES_PER_PLACE)
-        .with_for_update(of=WebhookEndpoint, skip_locked=True)
     ).all()
-    room = _room_per_endpoint({candidate.endpoint_id for candidate in candidates}, now)
+    endpoint_ids = sorted({candidate.endpoint_id for candidate in candidates})
+    locked = db.session.scalars(
+        sa.select(WebhookEndpoint.id)
+        .where(WebhookEndpoint.id.in_(endpoint_ids))
+        .order_by(WebhookEndpoint.id)
+        .with_for_update(skip_locked=True)
+    ).all()
+    room = _room_per_endpoint(set(locked), now)
     chosen: list[str] = []
-    no_room: list[str] = []
     for candidate in candidates:
-        if room[candidate.endpoint_id] <= 0:
-            no_room.append(candidate.id)
-        elif len(chosen) < limit:
+        if len(chosen) < limit and room.get(candidate.endpoint_id, 0) > 0:
             room[candidate.endpoint_id] -= 1
             chosen.append(candidate.id)
-    _wait_for_room(no_room, now)
     if not chosen:
         return []
     claimed_ids = db.session.scalars(
@@ -149,6 +169,8 @@ def claim_due(
 
 def _room_per_endpoint(endpoint_ids: set[str], now: datetime) -> dict[str, int]:
     """How many more attempts each endpoint may have under way now."""
+    if not endpoint_ids:
+        return {}
     under_way = dict(
         db.session.execute(
             sa.select(WebhookDelivery.endpoint_id, sa.func.count())
@@ -164,15 +186,13 @@ def _room_per_endpoint(endpoint_ids: set[str], now: datetime) -> dict[str, int]:
     return {endpoint_id: allowed - under_way.get(endpoint_id, 0) for endpoint_id in endpoint_ids}
 
 
-def _wait_for_room(delivery_ids: list[str], now: datetime) -> None:
-    """Due deliveries whose endpoint had no room stay PENDING, ENDPOINT_BUSY_WAIT later: not
-    an attempt; the next claim or sweep takes them."""
-    if not delivery_ids:
-        return
+def _wait_for_room(delivery_id: str, now: datetime) -> None:
+    """A due delivery whose endpoint had no room stays PENDING, ENDPOINT_BUSY_WAIT later: not
+    an attempt; the sweep takes it."""
     db.session.execute(
         sa.update(WebhookDelivery)
         .where(
-            WebhookDelivery.id.in_(delivery_ids),
+            WebhookDelivery.id == delivery_id,
             WebhookDelivery.status == D.PENDING,
             WebhookDelivery.next_retry_at <= now,
         )

@@ -3,6 +3,7 @@ of senders, each recorded exactly once; an endpoint never gets more than its cap
 engines never take the same delivery, and a run never retries what it sent itself."""
 
 import threading
+from collections import Counter
 
 import pytest
 import sqlalchemy as sa
@@ -59,23 +60,40 @@ def test_one_run_sends_to_several_endpoints_at_once_and_records_each_delivery_on
     assert sorted(sent_ids) == sorted(d.id for d in deliveries)  # each exactly once
 
 
-def test_a_batch_claim_gives_an_endpoint_no_more_than_its_cap(
+def test_a_batch_claim_gives_an_endpoint_no_more_than_its_cap_and_leaves_the_rest_due(
+    app, client, api_key, receiver, monkeypatch
+):
+    monkeypatch.setitem(app.config, "WEBHOOK_ENDPOINT_CONCURRENCY", 2)
+    _register(client, api_key, receiver.url)
+    other = _register(client, api_key, f"{receiver.url}/other")
+    for _ in range(5):
+        created(client, api_key)
+    with app.app_context():
+        webhook_jobs.relay_events()
+        due_before = {d.id: d.next_retry_at for d in _deliveries(app)}
+        claimed = webhook_delivery.claim_due(10, not_attempted_since=utcnow())
+        db.session.commit()
+    by_endpoint = Counter(delivery.endpoint_id for delivery in claimed)
+    assert sorted(by_endpoint.values()) == [2, 2]  # both endpoints, two each
+    assert other in by_endpoint
+    waiting = [d for d in _deliveries(app) if d.status == "PENDING"]
+    assert len(waiting) == 6
+    assert all(d.attempts == 0 and d.next_retry_at == due_before[d.id] for d in waiting)
+
+
+def test_one_run_sends_an_endpoints_backlog_as_room_frees_up(
     app, client, api_key, receiver, monkeypatch
 ):
     monkeypatch.setitem(app.config, "WEBHOOK_ENDPOINT_CONCURRENCY", 2)
     _register(client, api_key, receiver.url)
     for _ in range(5):
         created(client, api_key)
+        receiver.reply(200, delay=0.1)
     with app.app_context():
         webhook_jobs.relay_events()
-        before = utcnow()
-        claimed = webhook_delivery.claim_due(10, not_attempted_since=before)
-        db.session.commit()
-    assert len(claimed) == 2
-    waiting = [d for d in _deliveries(app) if d.status == "PENDING"]
-    assert len(waiting) == 3
-    assert all(d.attempts == 0 for d in waiting)
-    assert all(d.next_retry_at >= before + webhook_delivery.ENDPOINT_BUSY_WAIT for d in waiting)
+        assert webhook_jobs.send_due_deliveries() == 5
+    assert receiver.most_at_once <= 2
+    assert {(d.status, d.attempts) for d in _deliveries(app)} == {("DELIVERED", 1)}
 
 
 def test_two_engines_claiming_at_once_never_take_the_same_delivery(
