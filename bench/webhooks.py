@@ -12,9 +12,11 @@ What it does, in one run on this machine:
    (HTTP/1.0, so one connection per POST) and counting the POSTs and the distinct
    `X-Acme-Delivery-Id`s; `GET /stats` tells the counts.
 3. Before any clock starts, in this process with the app (`create_app`, the run's
-   environment): registers a test-mode endpoint for `charge.created` at the receiver, records
-   warm-up + counted events in the outbox (`record_event`, committed in batches), and relays
-   them with the app's own `relay_events()`: one PENDING delivery per event, and a run of the
+   environment): registers `--endpoints` test-mode endpoints for `charge.created` at the
+   receiver (`/hooks/<n>`: one endpoint may only have WEBHOOK_ENDPOINT_CONCURRENCY attempts
+   under way), records warm-up + counted events in the outbox (`record_event`, committed in
+   batches), and relays them with the app's own `relay_events()`: one PENDING delivery per
+   event and endpoint, and a run of the
    delivery engine per relay batch, enqueued by the relay's after-commit hook. The event
    commits also enqueue relay jobs; those are dropped before relaying, so the queue holds
    only engine runs and the worker measures nothing else.
@@ -262,17 +264,22 @@ def app_context(env: dict[str, str]) -> Iterator[None]:
             db.engine.dispose()
 
 
-def seed_deliveries(account_id: str, receiver_url: str, total: int) -> tuple[bytes, dict[str, str]]:
-    """`total` PENDING deliveries to the receiver and exactly their deliver jobs in the queue;
-    returns a sample delivery's body and headers. Needs `app_context`."""
+def seed_deliveries(
+    account_id: str, receiver_url: str, endpoints: int, events: int
+) -> tuple[bytes, dict[str, str]]:
+    """`endpoints` endpoints at the receiver (`<url>/<n>`), `events` events fanned out to
+    them (PENDING deliveries, and the engine runs the relay asked for in the queue); returns
+    a sample delivery's body and headers. Needs `app_context`."""
     from app.extensions import db
     from app.models import KeyMode
     from app.services.webhooks import endpoints as webhook_endpoints
 
-    webhook_endpoints.create_endpoint(account_id, KeyMode.TEST, receiver_url, [EVENT_TYPE])
+    for number in range(endpoints):
+        url = f"{receiver_url}/{number}"
+        webhook_endpoints.create_endpoint(account_id, KeyMode.TEST, url, [EVENT_TYPE])
     db.session.commit()
-    record_events(account_id, total)
-    relay(total)
+    record_events(account_id, events)
+    relay(events)
     return sample_request()
 
 
@@ -469,8 +476,19 @@ def parse_args() -> argparse.Namespace:
         help="uncounted deliveries (and POSTs) first; 0 times the worker's start-up too "
         "(default 20)",
     )
+    parser.add_argument(
+        "--endpoints",
+        type=at_least(1),
+        default=16,
+        help="endpoints at the receiver, each event delivered to all of them; the counts are "
+        "rounded up to whole events (default 16: one endpoint may have at most "
+        "WEBHOOK_ENDPOINT_CONCURRENCY attempts under way)",
+    )
     parser.add_argument("--json", action="store_true", help="also print one JSON object")
-    return parser.parse_args()
+    args = parser.parse_args()
+    args.warmup = -(-args.warmup // args.endpoints) * args.endpoints
+    args.deliveries = -(-args.deliveries // args.endpoints) * args.endpoints
+    return args
 
 
 def configuration(args: argparse.Namespace, setup: Setup, receiver_url: str, body: bytes) -> dict:
@@ -481,6 +499,7 @@ def configuration(args: argparse.Namespace, setup: Setup, receiver_url: str, bod
         "event": EVENT_TYPE,
         "body_bytes": len(body),
         "worker": WORKER_PROCESS,
+        "endpoints": args.endpoints,
         "receiver": receiver_url,
         **setup.facts(),
     }
@@ -529,7 +548,8 @@ def benchmark(args: argparse.Namespace) -> None:
         receiver_base = stack.enter_context(receiver(free_port()))
         receiver_url = receiver_base + RECEIVER_PATH
         with app_context(setup.env):
-            body, headers = seed_deliveries(account_id, receiver_url, args.warmup + args.deliveries)
+            events = (args.warmup + args.deliveries) // args.endpoints
+            body, headers = seed_deliveries(account_id, receiver_url, args.endpoints, events)
         config = configuration(args, setup, receiver_url, body)
         measurement = measure(setup.env, setup.database_url, receiver_base, (body, headers), args)
     print(report(config, measurement))

@@ -16,6 +16,10 @@ from app.models.base import utcnow
 from app.services.webhooks import alerts, relay, transport
 from app.services.webhooks import delivery as webhook_delivery
 
+# The engine claims again once this share of its senders is free (or none is busy): fewer,
+# larger claims than one per answer.
+REFILL_FRACTION = 2
+
 
 def relay_events() -> int:
     """Fan new events out into deliveries; their sending is enqueued when this commits."""
@@ -56,10 +60,11 @@ def send_due_deliveries() -> int:
     attempts = 0
     more_due = False
     claiming = True
+    refill_at = max(1, senders // REFILL_FRACTION)
     with ThreadPoolExecutor(senders, thread_name_prefix="webhook-sender") as pool:
         while True:
             free = senders - len(in_flight)
-            if free and claiming:
+            if claiming and (free >= refill_at or not in_flight):
                 claimed = webhook_delivery.claim_due(free, not_attempted_since=started)
                 batch = [
                     (delivery.id, delivery.attempts, webhook_delivery.prepare(delivery))
@@ -74,9 +79,9 @@ def send_due_deliveries() -> int:
             if not in_flight:
                 break
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in done:
-                delivery_id, attempt_number = in_flight.pop(future)
-                webhook_delivery.record(delivery_id, attempt_number, future.result())
+            webhook_delivery.record_all(
+                [(*in_flight.pop(future), future.result()) for future in done]
+            )
             db.session.commit()
             attempts += len(done)
     if more_due:

@@ -31,10 +31,11 @@ def count_dead_letter(endpoint_id: str) -> None:
 
 
 def clear_dead_letters(endpoint_id: str) -> None:
-    """A delivery got through: the endpoint's run of dead letters is over."""
+    """A delivery got through: the endpoint's run of dead letters is over. Written only when
+    there was a run, so deliveries that get through write nothing to their endpoint's row."""
     db.session.execute(
         sa.update(WebhookEndpoint)
-        .where(WebhookEndpoint.id == endpoint_id)
+        .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.consecutive_dead_letters > 0)
         .values(consecutive_dead_letters=0)
     )
 

@@ -132,13 +132,13 @@ def claim_due(
         .limit(limit * CANDIDATES_PER_PLACE)
     ).all()
     endpoint_ids = sorted({candidate.endpoint_id for candidate in candidates})
-    locked = db.session.scalars(
-        sa.select(WebhookEndpoint.id)
+    locked = db.session.scalars(  # whole rows: `prepare` then finds them in the session
+        sa.select(WebhookEndpoint)
         .where(WebhookEndpoint.id.in_(endpoint_ids))
         .order_by(WebhookEndpoint.id)
         .with_for_update(skip_locked=True)
     ).all()
-    room = _room_per_endpoint(set(locked), now)
+    room = _room_per_endpoint({endpoint.id for endpoint in locked}, now)
     chosen: list[str] = []
     for candidate in candidates:
         if len(chosen) < limit and room.get(candidate.endpoint_id, 0) > 0:
@@ -278,15 +278,37 @@ def record(
 ) -> WebhookDelivery:
     """Write an attempt's outcome: delivered, rescheduled, or dead-lettered after the last.
     Only the claimant of that attempt may: a late answer from a replaced sender is dropped."""
+    return record_all([(delivery_id, attempt_number, attempt)], now)[0]
+
+
+def record_all(
+    outcomes: list[tuple[str, int, Attempt]], now: datetime | None = None
+) -> list[WebhookDelivery]:
+    """`record` for several attempts at once: their deliveries locked and read in one
+    statement (in id order, as every batch takes them), each outcome then written by the
+    same rules."""
     now = now or utcnow()
-    delivery = db.session.scalar(
-        sa.select(WebhookDelivery)
-        .where(WebhookDelivery.id == delivery_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
+    ids = sorted(delivery_id for delivery_id, _, _ in outcomes)
+    locked = {
+        delivery.id: delivery
+        for delivery in db.session.scalars(
+            sa.select(WebhookDelivery)
+            .where(WebhookDelivery.id.in_(ids))
+            .order_by(WebhookDelivery.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    }
+    for delivery_id, attempt_number, attempt in outcomes:
+        _write_outcome(locked[delivery_id], attempt_number, attempt, now)
+    return [locked[delivery_id] for delivery_id, _, _ in outcomes]
+
+
+def _write_outcome(
+    delivery: WebhookDelivery, attempt_number: int, attempt: Attempt, now: datetime
+) -> None:
     if delivery.status is not D.PROCESSING or delivery.attempts != attempt_number:
-        return delivery  # cancelled meanwhile, or claimed again after our lease ran out
+        return  # cancelled meanwhile, or claimed again after our lease ran out
     delivery.last_status_code = attempt.status_code
     delivery.last_response_body = attempt.body
     delivery.last_error = attempt.error or _http_error(attempt.status_code)
@@ -308,7 +330,6 @@ def record(
         delivery.next_retry_at = now + (
             wait if wait is not None else retry_delay(delivery.attempts)
         )
-    return delivery
 
 
 def _dead_letter(delivery: WebhookDelivery) -> None:
