@@ -1,40 +1,45 @@
 # Shortcuts for the README's commands and the benchmarks (bench/README.md; results in
-# docs/performance.md). `make bench` runs the four benchmarks, one after the other;
-# `make bench-charges`, `make bench-webhooks`, `make bench-payments` and `make bench-lists`
-# run one, `make bench-quick` runs the first three smaller (under two minutes here), and
+# docs/performance.md). `make bench` runs the five benchmarks, one after the other;
+# `make bench-charges`, `make bench-webhooks`, `make bench-payments`, `make bench-fanout` and
+# `make bench-lists` run one, `make bench-quick` runs the first four smaller, and
 # `make bench-hotpaths` runs the profiler (not part of `make bench`). Options go
 # through BENCH_ARGS (charges, e.g. BENCH_ARGS="--workers 4 --json"), WEBHOOKS_BENCH_ARGS
 # (webhooks, e.g. "--deliveries 1000"), PAYMENTS_BENCH_ARGS (payments, e.g. "--concurrency
-# 4"), LISTS_BENCH_ARGS (lists, e.g. "--sizes 10000 100000") and HOTPATHS_ARGS (profiler,
-# e.g. "--stats-rows 100000").
+# 4"), FANOUT_BENCH_ARGS (fan-out, e.g. "--events 50"), LISTS_BENCH_ARGS (lists, e.g.
+# "--sizes 10000 100000") and HOTPATHS_ARGS (profiler, e.g. "--stats-rows 100000").
 
 VENV_PYTHON := .venv/bin/python
 BENCH_ARGS ?=
 WEBHOOKS_BENCH_ARGS ?=
 PAYMENTS_BENCH_ARGS ?=
+FANOUT_BENCH_ARGS ?=
 LISTS_BENCH_ARGS ?=
 HOTPATHS_ARGS ?=
 CHARGES_BENCH = $(VENV_PYTHON) bench/charges.py $(BENCH_ARGS)
 WEBHOOKS_BENCH = $(VENV_PYTHON) bench/webhooks.py $(WEBHOOKS_BENCH_ARGS)
 PAYMENTS_BENCH = $(VENV_PYTHON) bench/payments.py $(PAYMENTS_BENCH_ARGS)
+FANOUT_BENCH = $(VENV_PYTHON) bench/fanout.py $(FANOUT_BENCH_ARGS)
 LISTS_BENCH = $(VENV_PYTHON) bench/lists.py $(LISTS_BENCH_ARGS)
 
-.PHONY: bench bench-quick bench-charges bench-webhooks bench-payments bench-lists \
+.PHONY: bench bench-quick bench-charges bench-webhooks bench-payments bench-fanout bench-lists \
 	bench-hotpaths bench-requirements test run translations
 
 bench: bench-requirements
 	$(CHARGES_BENCH)
 	$(WEBHOOKS_BENCH)
 	$(PAYMENTS_BENCH)
+	$(FANOUT_BENCH)
 	$(LISTS_BENCH)
 
 # The same benchmarks, smaller, for a quick look at their ratios after a change to a hot path
 # (issue 22): charge creation and GET against /healthz and the durable-write floor, webhook
-# deliveries against a plain POST loop, finalisation and the stats over 100,000 rows.
+# deliveries against a plain POST loop, finalisation and the stats over 100,000 rows, the
+# fan-out over 20 events (2,000 deliveries).
 bench-quick: bench-requirements
 	$(VENV_PYTHON) bench/charges.py --requests 500 --warmup 20
-	$(VENV_PYTHON) bench/webhooks.py --deliveries 200
+	$(VENV_PYTHON) bench/webhooks.py --deliveries 480
 	$(VENV_PYTHON) bench/payments.py --payments 20 --stats-rows 100000 --stats-repeats 3
+	$(VENV_PYTHON) bench/fanout.py --events 20
 
 bench-charges: bench-requirements
 	$(CHARGES_BENCH)
@@ -44,6 +49,9 @@ bench-webhooks: bench-requirements
 
 bench-payments: bench-requirements
 	$(PAYMENTS_BENCH)
+
+bench-fanout: bench-requirements
+	$(FANOUT_BENCH)
 
 bench-lists: bench-requirements
 	$(LISTS_BENCH)

@@ -274,7 +274,8 @@ def report(config: dict, results: dict) -> str:
             f"drained in {healthy['seconds']:.1f} s "
             f"({healthy['deliveries'] / healthy['seconds']:.0f}/s) by "
             f"{config['processes']} delivery processes",
-            f"mixed: the same {mixed['healthy_deliveries']} healthy deliveries, next to "
+            f"mixed: {mixed['healthy_deliveries']} healthy deliveries (the events', and the "
+            "payments' created meanwhile), next to "
             f"{config['slow']} endpoints answering in {config['slow_seconds']:.0f} s and "
             f"{config['refusing']} refusing, drained in {mixed['seconds']:.1f} s",
             f"mixed - healthy alone: {extra:+.1f} s (target: at most +{TARGET_EXTRA_SECONDS} s)",
