@@ -55,14 +55,18 @@ BACKFILL_VOLUMES = """
 """
 
 
+def _mode_column() -> sa.Column:
+    return sa.Column(
+        "mode",
+        sa.Enum("LIVE", "TEST", name="keymode", native_enum=False, length=8),
+        nullable=False,
+    )
+
+
 def _key_columns() -> list[sa.Column]:
     return [
         sa.Column("account_id", sa.String(length=36), nullable=False),
-        sa.Column(
-            "mode",
-            sa.Enum("LIVE", "TEST", name="keymode", native_enum=False, length=8),
-            nullable=False,
-        ),
+        _mode_column(),
         sa.Column("day", sa.Date(), nullable=False),
         sa.Column("currency", sa.String(length=8), nullable=False),
         sa.Column("status", sa.String(length=20), nullable=False),
@@ -100,11 +104,7 @@ def upgrade():
     op.create_table(
         "payment_day_volumes",
         sa.Column("account_id", sa.String(length=36), nullable=False),
-        sa.Column(
-            "mode",
-            sa.Enum("LIVE", "TEST", name="keymode", native_enum=False, length=8),
-            nullable=False,
-        ),
+        _mode_column(),
         sa.Column("day", sa.Date(), nullable=False),
         sa.Column("currency", sa.String(length=8), nullable=False),
         sa.Column("paid_with", sa.String(length=16), nullable=False),

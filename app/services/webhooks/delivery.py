@@ -73,13 +73,7 @@ def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | No
     claimed = db.session.execute(
         sa.update(WebhookDelivery)
         .where(WebhookDelivery.id == delivery_id, _is_due(now), _has_room(endpoint_id, now))
-        .values(
-            status=D.PROCESSING,
-            attempts=WebhookDelivery.attempts + 1,
-            lease_expires_at=now + _lease(),
-            last_attempt_at=now,
-            updated_at=now,
-        )
+        .values(_one_more_attempt(now))
         .execution_options(synchronize_session=False)
     )
     if claimed.rowcount != 1:
@@ -149,13 +143,7 @@ def claim_due(
     claimed_ids = db.session.scalars(
         sa.update(WebhookDelivery)
         .where(WebhookDelivery.id.in_(chosen), _is_due(now))
-        .values(
-            status=D.PROCESSING,
-            attempts=WebhookDelivery.attempts + 1,
-            lease_expires_at=now + _lease(),
-            last_attempt_at=now,
-            updated_at=now,
-        )
+        .values(_one_more_attempt(now))
         .returning(WebhookDelivery.id)
         .execution_options(synchronize_session=False)
     ).all()
@@ -167,6 +155,17 @@ def claim_due(
     return [delivery for delivery in claimed if not _dead_lettered_if_spent(delivery)]
 
 
+def _one_more_attempt(now: datetime) -> dict:
+    """What claiming a delivery writes: PROCESSING, one more attempt, under a new lease."""
+    return {
+        "status": D.PROCESSING,
+        "attempts": WebhookDelivery.attempts + 1,
+        "lease_expires_at": now + _lease(),
+        "last_attempt_at": now,
+        "updated_at": now,
+    }
+
+
 def _room_per_endpoint(endpoint_ids: set[str], now: datetime) -> dict[str, int]:
     """How many more attempts each endpoint may have under way now."""
     if not endpoint_ids:
@@ -176,8 +175,7 @@ def _room_per_endpoint(endpoint_ids: set[str], now: datetime) -> dict[str, int]:
             sa.select(WebhookDelivery.endpoint_id, sa.func.count())
             .where(
                 WebhookDelivery.endpoint_id.in_(endpoint_ids),
-                WebhookDelivery.status == D.PROCESSING,
-                WebhookDelivery.lease_expires_at > now,
+                _under_way(WebhookDelivery, now),
             )
             .group_by(WebhookDelivery.endpoint_id)
         ).all()
@@ -226,14 +224,15 @@ def _has_room(endpoint_id: str, now: datetime):
     under_way = (
         sa.select(sa.func.count())
         .select_from(sending)
-        .where(
-            sending.endpoint_id == endpoint_id,
-            sending.status == D.PROCESSING,
-            sending.lease_expires_at > now,
-        )
+        .where(sending.endpoint_id == endpoint_id, _under_way(sending, now))
         .scalar_subquery()
     )
     return under_way < current_app.config["WEBHOOK_ENDPOINT_CONCURRENCY"]
+
+
+def _under_way(delivery, now: datetime):
+    """An attempt being sent: PROCESSING under a live lease (`delivery`: the model or an alias)."""
+    return sa.and_(delivery.status == D.PROCESSING, delivery.lease_expires_at > now)
 
 
 def job_timeout() -> int:
