@@ -20,7 +20,7 @@ from app.extensions import db
 from app.marks import translatable
 from app.models import Account, ApiKey, KeyMode, Membership
 from app.models.base import utcnow
-from app.services import accounts, audit
+from app.services import accounts, api_key_cache, audit
 
 KEY_PATTERN = re.compile(r"ak_(live|test)_[A-Za-z0-9_-]{32}")
 PREFIX_LENGTH = 12
@@ -135,35 +135,60 @@ def _revoke_if_active(key: ApiKey) -> bool:
     )
     if result.rowcount == 1:
         key.revoked_at = now
+        api_key_cache.note_change(db.session())
         return True
     return False
 
 
 def authenticate(presented: str | None) -> ApiKey:
-    """The active key matching exactly what was sent, or 401 (missing, wrong, padded, revoked)."""
+    """The active key matching exactly what was sent, or 401 (missing, wrong, padded, revoked),
+    read from the database; this process then remembers it (`api_key_cache`) under the
+    generation current before the read."""
     if not presented or not KEY_PATTERN.fullmatch(presented):
         raise Unauthorized("Missing or invalid API key.")
+    presented_fingerprint = fingerprint(presented)
+    generation = api_key_cache.current_generation()
     key = db.session.scalar(
         sa.select(ApiKey)
         .join(Account)
         .where(
-            ApiKey.fingerprint == fingerprint(presented),
+            ApiKey.fingerprint == presented_fingerprint,
             ApiKey.revoked_at.is_(None),
             Account.active,
         )
     )
     if key is None:
+        api_key_cache.forget(presented_fingerprint)
         raise Unauthorized("Missing or invalid API key.")
-    _touch(key)
+    if _last_use_due(key.last_used_at):
+        key.last_used_at = utcnow()
+    if generation is not None:
+        api_key_cache.remember(key, generation)
     return key
 
 
-def _touch(key: ApiKey) -> None:
-    """Record last use, at most once per resolution window so reads stay cheap."""
-    now = utcnow()
+def recall(presented: str | None) -> api_key_cache.KnownKey | None:
+    """The key as this process remembers it, nothing read; `trusted` says if it may be used."""
+    if not presented or not KEY_PATTERN.fullmatch(presented):
+        return None
+    return api_key_cache.recall(fingerprint(presented))
+
+
+def trusted(known: api_key_cache.KnownKey, generation: str | None) -> bool:
+    """A remembered key may be used without reading the database while no key has changed
+    since it was read (`generation`, as Redis has it now; None without Redis) and its last
+    use need not be recorded yet."""
+    return (
+        generation is not None
+        and int(generation or 0) == known.generation
+        and not (_last_use_due(known.last_used_at))
+    )
+
+
+def _last_use_due(last_used_at) -> bool:
+    """Last use is recorded at most once per resolution window, so reads stay cheap."""
     window = timedelta(seconds=current_app.config["API_KEY_LAST_USED_RESOLUTION_SECONDS"])
-    if key.last_used_at is None or now - key.last_used_at >= window:
-        key.last_used_at = now
+    return last_used_at is None or utcnow() - last_used_at >= window
 
 
 def _get_active(account_id: str, key_id: str) -> ApiKey:

@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 
 from app.errors import RateLimited
 from app.extensions import get_redis
-from app.services.redis_counters import count_in_windows
+from app.services.redis_counters import count_in_windows_and_read
 
 log = logging.getLogger(__name__)
 KEY_PREFIX = "api_rate"
@@ -40,6 +40,14 @@ class Allowance:
 def count_request(api_key_id: str, account_id: str) -> Allowance | None:
     """Count one request against its key, then its account: the allowance left, RateLimited
     (with the rate-limit headers) past either limit, or None when Redis cannot be reached."""
+    return count_request_and_read(api_key_id, account_id, ())[0]
+
+
+def count_request_and_read(
+    api_key_id: str, account_id: str, read: tuple[str, ...]
+) -> tuple[Allowance | None, list[str] | None]:
+    """`count_request`, and the values of the Redis keys `read` (None without Redis) in the
+    same round trip."""
     config = current_app.config
     limits = [
         ("API key", f"{KEY_PREFIX}:key:{api_key_id}", config["API_RATE_LIMIT_PER_MINUTE"]),
@@ -50,12 +58,12 @@ def count_request(api_key_id: str, account_id: str) -> Allowance | None:
         ),
     ]
     try:
-        counted = count_in_windows(
-            get_redis(), [(key, limit) for _, key, limit in limits], WINDOW_SECONDS
+        counted, values = count_in_windows_and_read(
+            get_redis(), [(key, limit) for _, key, limit in limits], WINDOW_SECONDS, read
         )
     except RedisError:
         log.warning("API rate limits unavailable; request not limited", exc_info=True)
-        return None
+        return None, None
     allowances = []
     for (scope, _, limit), (count, seconds_left) in zip(limits, counted, strict=False):
         if count > limit:
@@ -65,4 +73,4 @@ def count_request(api_key_id: str, account_id: str) -> Allowance | None:
                 headers=Allowance(limit, 0).headers,
             )
         allowances.append(Allowance(limit, limit - count))
-    return min(allowances, key=lambda allowance: allowance.remaining)
+    return min(allowances, key=lambda allowance: allowance.remaining), values

@@ -10,19 +10,26 @@ from collections.abc import Sequence
 
 from redis import Redis
 
-# ARGV[1] is the window; ARGV[1 + i] the limit of KEYS[i], or "" for none. Counting stops
-# after the first key past its limit.
+# ARGV[1] is the window, ARGV[2] the number n of counters; ARGV[2 + i] the limit of KEYS[i]
+# (i <= n), or "" for none. Counting stops after the first key past its limit. KEYS after the
+# n-th are only read.
 _COUNT_IN_WINDOWS = """
+local n = tonumber(ARGV[2])
 local counted = {}
-for i, key in ipairs(KEYS) do
+for i = 1, n do
+  local key = KEYS[i]
   local count = redis.call('INCR', key)
   if count == 1 then redis.call('EXPIRE', key, ARGV[1]) end
   counted[#counted + 1] = count
   counted[#counted + 1] = redis.call('TTL', key)
-  local limit = ARGV[i + 1]
+  local limit = ARGV[i + 2]
   if limit ~= '' and count > tonumber(limit) then break end
 end
-return counted
+local read = {}
+for i = n + 1, #KEYS do
+  read[#read + 1] = redis.call('GET', KEYS[i]) or ''
+end
+return {counted, read}
 """
 
 
@@ -34,8 +41,24 @@ def count_in_windows(
     there (the keys after it are not counted: a request refused by one limit does not use up
     the next); a None limit never stops it. Raises RedisError when Redis cannot be reached;
     callers decide whether to fail open."""
+    return count_in_windows_and_read(redis, counters, window_seconds, ())[0]
+
+
+def count_in_windows_and_read(
+    redis: Redis,
+    counters: Sequence[tuple[str, int | None]],
+    window_seconds: int,
+    read: Sequence[str],
+) -> tuple[list[tuple[int, int]], list[str]]:
+    """`count_in_windows`, and the values of the `read` keys ("" for a missing one), in the
+    same round trip."""
     keys = [key for key, _ in counters]
     limits = ["" if limit is None else str(limit) for _, limit in counters]
-    counted = redis.eval(_COUNT_IN_WINDOWS, len(keys), *keys, window_seconds, *limits)
+    counted, values = redis.eval(
+        _COUNT_IN_WINDOWS, len(keys) + len(read), *keys, *read, window_seconds, len(keys), *limits
+    )
     pairs = zip(counted[::2], counted[1::2], strict=True)
-    return [(int(count), int(ttl) if int(ttl) > 0 else window_seconds) for count, ttl in pairs]
+    return (
+        [(int(count), int(ttl) if int(ttl) > 0 else window_seconds) for count, ttl in pairs],
+        [value.decode() if isinstance(value, bytes) else str(value) for value in values],
+    )
