@@ -15,7 +15,7 @@ from flask import current_app
 
 from app.extensions import db
 from app.formats.webhooks import body_bytes, signature
-from app.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookEndpoint
+from app.models import DeliveryStatus, EndpointStatus, Event, WebhookDelivery, WebhookEndpoint
 from app.models.base import utcnow
 from app.retries import jittered
 from app.services import secrets_box
@@ -86,7 +86,8 @@ def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | No
 def claim_due(
     limit: int, not_attempted_since: datetime, now: datetime | None = None
 ) -> list[WebhookDelivery]:
-    """Take up to `limit` due deliveries at once, oldest due first, each for one attempt
+    """Take up to `limit` due deliveries at once, oldest due first (then oldest event first:
+    one relay batch makes its deliveries due at the same instant), each for one attempt
     under a lease as `claim` does (the caller commits before sending); none attempted since
     `not_attempted_since` (an engine run retries nothing it sent itself: a retry due at once,
     `Retry-After: 0`, waits for the next run).
@@ -98,18 +99,18 @@ def claim_due(
     other, they take deliveries to other endpoints."""
     now = now or utcnow()
     allowed = current_app.config["WEBHOOK_ENDPOINT_CONCURRENCY"]
+    oldest_first = (WebhookDelivery.next_retry_at, Event.created_at, WebhookDelivery.id)
     ranked = (
         sa.select(
             WebhookDelivery.id,
             WebhookDelivery.endpoint_id,
             WebhookDelivery.next_retry_at,
+            Event.created_at.label("event_created_at"),
             sa.func.row_number()
-            .over(
-                partition_by=WebhookDelivery.endpoint_id,
-                order_by=(WebhookDelivery.next_retry_at, WebhookDelivery.id),
-            )
+            .over(partition_by=WebhookDelivery.endpoint_id, order_by=oldest_first)
             .label("place"),
         )
+        .join(Event, Event.id == WebhookDelivery.event_id)
         .where(
             _is_due(now),
             sa.or_(
@@ -122,7 +123,7 @@ def claim_due(
     candidates = db.session.execute(
         sa.select(ranked.c.id, ranked.c.endpoint_id)
         .where(ranked.c.place <= allowed)
-        .order_by(ranked.c.next_retry_at, ranked.c.id)
+        .order_by(ranked.c.next_retry_at, ranked.c.event_created_at, ranked.c.id)
         .limit(limit * CANDIDATES_PER_PLACE)
     ).all()
     endpoint_ids = sorted({candidate.endpoint_id for candidate in candidates})
