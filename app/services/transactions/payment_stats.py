@@ -78,12 +78,9 @@ def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | Non
     """Totals, paid volume per currency and per method, and the daily paid volume, from the
     coarse daily totals: three small grouped reads (the window, today, the daily points)."""
     window = stats_window(days, now or utcnow())
-    groups = payment_totals.day_totals(
-        account_id, mode, window.first_day, window.end, by=("currency", "paid_with", "paid")
-    )
-    today = payment_totals.day_totals(
-        account_id, mode, window.today, window.end, by=("currency", "paid")
-    )
+    totals = payment_totals.DayTotals(account_id, mode, window.end)
+    groups = totals.grouped(window.first_day, by=("currency", "paid_with", "paid"))
+    today = totals.grouped(window.today, by=("currency", "paid"))
     paid = [group for group in groups if group.paid and group.count]
     paid_count = sum(group.count for group in paid)
     total = sum(group.count for group in groups)
@@ -115,7 +112,7 @@ def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | Non
             for group in sorted(today, key=lambda group: group.currency)
             if group.paid and group.count
         },
-        "dailyVolume": daily_volume(account_id, mode, window),
+        "dailyVolume": _daily_volume(totals, window),
         "methodBreakdown": [
             {
                 "method": method,
@@ -142,11 +139,8 @@ def payment_metrics(
     window = stats_window(days, now or utcnow())
     groups = [
         group
-        for group in payment_totals.day_totals(
-            account_id,
-            mode,
+        for group in payment_totals.DayTotals(account_id, mode, window.end).grouped(
             window.first_day,
-            window.end,
             by=("currency", "status", "paid_with", "offered", "finalised", "paid"),
         )
         if currency is None or group.currency == currency
@@ -223,11 +217,13 @@ def _method_conversion(method: str, offered: int, paid: int) -> dict:
 def daily_volume(account_id: str, mode: KeyMode, window: StatsWindow) -> list[dict]:
     """Paid volume per São Paulo day and currency, one point per day (empty days too),
     oldest first, for the last `DAILY_POINTS` days of the window at most."""
+    return _daily_volume(payment_totals.DayTotals(account_id, mode, window.end), window)
+
+
+def _daily_volume(totals: payment_totals.DayTotals, window: StatsWindow) -> list[dict]:
     first_day = _daily_first_day(window.first_day, window.today)
     volumes: dict[date, dict[str, int]] = {}
-    for group in payment_totals.day_totals(
-        account_id, mode, first_day, window.end, by=("day", "currency"), paid=True
-    ):
+    for group in totals.grouped(first_day, by=("day", "currency"), paid=True):
         if group.count:
             volumes.setdefault(group.day, {})[group.currency] = group.amount
     return _daily_points(first_day, window.today, volumes)

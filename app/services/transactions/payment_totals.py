@@ -7,8 +7,8 @@ inserts, changes or deletes a `Transaction` appends the difference to
 `payment_total_changes` in the same database transaction (a savepoint or transaction that
 rolls back takes its changes with it); `fold_changes`, a periodic job, moves them into
 `payment_day_totals` and its coarse projection `payment_day_volumes` (what the stats read);
-`day_totals` reads the folded rows and the pending changes. Nothing here updates a shared row on a
-payment's path, so concurrent payments of one merchant never wait on each other.
+`DayTotals` reads the folded rows and the pending changes. Nothing here updates a shared row
+on a payment's path, so concurrent payments of one merchant never wait on each other.
 
 Writes that bypass the ORM (raw SQL, as the benchmarks' seeding does) are not seen:
 `rebuild_totals` recounts from the transactions themselves.
@@ -156,65 +156,73 @@ def _key_values(row: TotalRow) -> dict:
     return dict(zip(KEY_COLUMNS, astuple(row), strict=True))
 
 
-def day_totals(
-    account_id: str,
-    mode: KeyMode,
-    first_day: date,
-    until: datetime,
-    by: tuple[str, ...],
-    paid: bool | None = None,
-) -> list[tuple]:
-    """The count and amount of the account's transactions created from 00:00 São Paulo of
-    `first_day` through `until` (only the paid or unpaid ones when `paid` is given), grouped
-    by the named key columns, as named tuples of those columns, `count` and `amount`. The
-    folded totals (the coarse ones when they hold every column asked for) plus the changes
-    not yet folded give whole days through `until`'s; the few rows of that day created after
-    `until` (none, when `until` is now) are read and taken off."""
-    last_day = until.astimezone(SAO_PAULO).date()
-    folded = PaymentDayVolume if set(by) <= set(VOLUME_COLUMNS) else PaymentDayTotal
+class DayTotals:
+    """The count and amount of one account's transactions (one mode) created through `until`,
+    read from the folded totals (the coarse ones when they hold every column asked for) plus
+    the changes not yet folded, which give whole days through `until`'s. The few rows of that
+    day created after `until` (none, when `until` is now) are read once per reader and taken
+    off every answer, so a window ends at `until` exactly."""
 
-    def scoped(model) -> sa.Select:
+    def __init__(self, account_id: str, mode: KeyMode, until: datetime) -> None:
+        self.account_id = account_id
+        self.mode = mode
+        self.until = until
+        self.last_day = until.astimezone(SAO_PAULO).date()
+        self._later: list[tuple[TotalRow, int]] | None = None
+
+    def grouped(
+        self, first_day: date, by: tuple[str, ...], paid: bool | None = None
+    ) -> list[tuple]:
+        """Counts and amounts from 00:00 São Paulo of `first_day` (only the paid or unpaid
+        ones when `paid` is given), grouped by the named key columns, as named tuples of
+        those columns, `count` and `amount`."""
+        folded = PaymentDayVolume if set(by) <= set(VOLUME_COLUMNS) else PaymentDayTotal
+        both = sa.union_all(
+            self._scoped(folded, by, first_day, paid),
+            self._scoped(PaymentTotalChange, by, first_day, paid),
+        ).subquery()
+        columns = [both.c[name] for name in by]
+        rows = db.session.execute(
+            sa.select(
+                *columns,
+                sa.cast(sa.func.sum(both.c.count), sa.BigInteger),
+                sa.cast(sa.func.sum(both.c.amount), sa.BigInteger),
+            ).group_by(*columns)
+        )
+        sums: dict[tuple, list[int]] = {tuple(row[:-2]): [row[-2], row[-1]] for row in rows}
+        for row, amount in self._created_later():
+            if paid is not None and row.paid != paid:
+                continue
+            figures = sums[tuple(getattr(row, name) for name in by)]
+            figures[0] -= 1
+            figures[1] -= amount
+        total = namedtuple("DayTotal", (*by, "count", "amount"))
+        return [total(*key, *figures) for key, figures in sums.items()]
+
+    def _scoped(self, model, by: tuple[str, ...], first_day: date, paid: bool | None) -> sa.Select:
         query = sa.select(*(getattr(model, name) for name in by), model.count, model.amount).where(
-            model.account_id == account_id,
-            model.mode == mode,
+            model.account_id == self.account_id,
+            model.mode == self.mode,
             model.day >= first_day,
-            model.day <= last_day,
+            model.day <= self.last_day,
         )
         return query if paid is None else query.where(model.paid == paid)
 
-    both = sa.union_all(scoped(folded), scoped(PaymentTotalChange)).subquery()
-    grouped = [both.c[name] for name in by]
-    rows = db.session.execute(
-        sa.select(
-            *grouped,
-            sa.cast(sa.func.sum(both.c.count), sa.BigInteger),
-            sa.cast(sa.func.sum(both.c.amount), sa.BigInteger),
-        ).group_by(*grouped)
-    )
-    sums: dict[tuple, list[int]] = {tuple(row[:-2]): [row[-2], row[-1]] for row in rows}
-    for values in _created_later_that_day(account_id, mode, until):
-        row, amount = _row_of(values)
-        if paid is not None and row.paid != paid:
-            continue
-        figures = sums[tuple(getattr(row, name) for name in by)]
-        figures[0] -= 1
-        figures[1] -= amount
-    total = namedtuple("DayTotal", (*by, "count", "amount"))
-    return [total(*key, *figures) for key, figures in sums.items()]
-
-
-def _created_later_that_day(account_id: str, mode: KeyMode, until: datetime) -> sa.Result:
-    next_midnight = datetime.combine(
-        until.astimezone(SAO_PAULO).date() + timedelta(days=1), time.min, tzinfo=SAO_PAULO
-    )
-    return db.session.execute(
-        sa.select(*(getattr(Transaction, name) for name in COUNTED_ATTRIBUTES)).where(
-            Transaction.account_id == account_id,
-            Transaction.mode == mode,
-            Transaction.created_at > until,
-            Transaction.created_at < next_midnight,
-        )
-    ).mappings()
+    def _created_later(self) -> list[tuple[TotalRow, int]]:
+        if self._later is None:
+            next_midnight = datetime.combine(
+                self.last_day + timedelta(days=1), time.min, tzinfo=SAO_PAULO
+            )
+            later = db.session.execute(
+                sa.select(*(getattr(Transaction, name) for name in COUNTED_ATTRIBUTES)).where(
+                    Transaction.account_id == self.account_id,
+                    Transaction.mode == self.mode,
+                    Transaction.created_at > self.until,
+                    Transaction.created_at < next_midnight,
+                )
+            ).mappings()
+            self._later = [_row_of(values) for values in later]
+        return self._later
 
 
 def fold_changes() -> int:

@@ -85,7 +85,7 @@ def recount(account_id: str, until: datetime = NOW) -> Counter:
 def totals(account_id: str, until: datetime = NOW, first_day: date = date(2026, 1, 1)) -> Counter:
     """The fine totals as the service reads them; the coarse ones must add up to the same."""
     found: Counter = Counter()
-    for row in payment_totals.day_totals(account_id, KeyMode.TEST, first_day, until, by=KEY):
+    for row in payment_totals.DayTotals(account_id, KeyMode.TEST, until).grouped(first_day, by=KEY):
         key = tuple(row[: len(KEY)])
         if row.count or row.amount:
             found[(key, "count")] += row.count
@@ -99,7 +99,9 @@ COARSE = ("day", "currency", "paid_with", "paid")
 
 def coarse(account_id: str, until: datetime, first_day: date) -> Counter:
     found: Counter = Counter()
-    for row in payment_totals.day_totals(account_id, KeyMode.TEST, first_day, until, by=COARSE):
+    for row in payment_totals.DayTotals(account_id, KeyMode.TEST, until).grouped(
+        first_day, by=COARSE
+    ):
         if row.count or row.amount:
             found[(tuple(row[: len(COARSE)]), "count")] += row.count
             found[(tuple(row[: len(COARSE)]), "amount")] += row.amount
