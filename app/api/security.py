@@ -13,9 +13,8 @@ from flask import after_this_request, g, request
 from flask.views import MethodView, http_method_funcs
 
 from app.errors import Unauthorized
-from app.extensions import db
 from app.models import Membership
-from app.services import api_key_cache, api_keys, api_rate_limits, auth
+from app.services import api_access, auth
 
 API_KEY_HEADER = "apikey"
 SECURITY_SCHEMES = {
@@ -32,7 +31,7 @@ def require_api_key(view):
 
     @wraps(view)
     def wrapper(*args, **kwargs):
-        key, allowance = _authenticated(request.headers.get(API_KEY_HEADER))
+        key, allowance = api_access.admit(request.headers.get(API_KEY_HEADER))
         g.api_key = key
         g.api_key_fingerprint = key.fingerprint
         g.account_id = key.account_id
@@ -46,36 +45,6 @@ def require_api_key(view):
         return view(*args, **kwargs)
 
     return wrapper
-
-
-def _authenticated(presented: str | None):
-    """The request's key and its rate-limit allowance. A key this process remembers costs
-    one Redis round trip (the rate limits and the key generation together) and no database
-    read, unless a key changed somewhere since; any other is read from the database."""
-    known = api_keys.recall(presented)
-    if known is not None:
-        allowance, (generation,) = _counted(
-            known.id, known.account_id, api_key_cache.GENERATION_KEY
-        )
-        if api_keys.trusted(known, generation):
-            return known, allowance
-        return _read(presented), allowance  # the same key (same fingerprint), or 401
-    key = _read(presented)
-    return key, api_rate_limits.count_request(key.id, key.account_id)
-
-
-def _counted(api_key_id: str, account_id: str, generation_key: str):
-    allowance, values = api_rate_limits.count_request_and_read(
-        api_key_id, account_id, (generation_key,)
-    )
-    return allowance, values or (None,)
-
-
-def _read(presented: str | None):
-    key = api_keys.authenticate(presented)
-    if db.session.dirty:
-        db.session.commit()  # last_used_at moved; nothing else is pending yet
-    return key
 
 
 class _GuardedView(MethodView):
