@@ -35,6 +35,17 @@ def _reads_of_api_keys(app, call) -> int:
     return len(seen)
 
 
+def _owner_and_key(account_id: str) -> tuple[Membership, str]:
+    """The account's owner (who may revoke and rotate) and its one key's id."""
+    membership = db.session.scalar(
+        sa.select(Membership).where(
+            Membership.account_id == account_id, Membership.role == Role.OWNER
+        )
+    )
+    key_id = db.session.scalar(sa.select(ApiKey.id).where(ApiKey.account_id == account_id))
+    return membership, key_id
+
+
 def test_a_key_this_process_knows_is_not_read_again(app, client, owner, redis):
     key = factories.make_api_key(app, owner.account_id)
     assert _whoami(client, key).status_code == 200
@@ -47,13 +58,7 @@ def test_a_key_revoked_by_another_process_is_refused_at_the_next_request(app, cl
     assert _whoami(client, key).status_code == 200  # remembered here
     other_process = create_app({**app.config, "TESTING": True})  # a memory of its own
     with other_process.app_context():
-        stored = db.session.scalar(sa.select(ApiKey).where(ApiKey.account_id == owner.account_id))
-        membership = db.session.scalar(
-            sa.select(Membership).where(
-                Membership.account_id == owner.account_id, Membership.role == Role.OWNER
-            )
-        )
-        api_keys.revoke(membership, stored.id)
+        api_keys.revoke(*_owner_and_key(owner.account_id))
         db.session.commit()
         db.engine.dispose()
     assert_error(_whoami(client, key), 401, "authentication_error", "unauthorized")
@@ -72,11 +77,7 @@ def test_a_rotated_key_is_refused_once_the_rotation_returns(app, client, owner, 
     key = factories.make_api_key(app, owner.account_id)
     assert _whoami(client, key).status_code == 200
     with app.app_context():
-        stored = db.session.scalar(sa.select(ApiKey).where(ApiKey.account_id == owner.account_id))
-        membership = db.session.scalar(
-            sa.select(Membership).where(Membership.account_id == owner.account_id)
-        )
-        issued = api_keys.rotate(membership, stored.id)
+        issued = api_keys.rotate(*_owner_and_key(owner.account_id))
         db.session.commit()
         fresh = issued.cleartext
     assert_error(_whoami(client, key), 401, "authentication_error", "unauthorized")
