@@ -252,6 +252,7 @@ def deployed(database_url, tmp_path_factory, deployed_psp) -> Iterator[DeployedS
         "WEBHOOK_TIMEOUT_SECONDS": str(WEBHOOK_TIMEOUT_SECONDS),
         "WEBHOOK_ENDPOINT_CONCURRENCY": "1",
         "REFUND_POLL_SECONDS": "1",
+        "PAYMENT_TOTALS_FOLD_SECONDS": "1",
         **deployed_psp.config(),
         "API_PIX_RECONCILE_SECONDS": str(RECONCILE_SECONDS),
         # The live PSP's webhook answers only this secret (tests/deployed/test_nginx_psp_mtls.py).
