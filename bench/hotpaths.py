@@ -271,7 +271,7 @@ def profile_worker(env: dict[str, str], args: argparse.Namespace) -> dict:
     """The same number of deliveries for each worker class, seeded afresh each time (after
     relaying what the outbox already holds, so the queue holds only these)."""
     results = {}
-    with receiver(free_port()) as receiver_url:
+    with receiver(free_port(), keep_alive=False) as receiver_url:
         for kind in WORKER_CLASSES:
             with app_context(env):
                 from app.jobs.webhooks import relay_events

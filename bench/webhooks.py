@@ -9,7 +9,8 @@ What it does, in one run on this machine:
 1. Creates a throwaway PostgreSQL database and flushes the benchmark's Redis DB (14 by
    default), like bench/charges.py; migrates; creates an account with the operator CLI.
 2. Starts a receiver in its own process: a `ThreadingHTTPServer` answering 200 to every POST
-   (HTTP/1.0, so one connection per POST) and counting the POSTs and the distinct
+   (HTTP/1.0, so one connection per POST; with `--keep-alive`, HTTP/1.1 keeping connections
+   open, as most real receivers do) and counting the POSTs and the distinct
    `X-Acme-Delivery-Id`s; `GET /stats` tells the counts.
 3. Before any clock starts, in this process with the app (`create_app`, the run's
    environment): registers `--endpoints` test-mode endpoints for `charge.created` at the
@@ -163,8 +164,8 @@ class CountingServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, port: int) -> None:
-        super().__init__(("127.0.0.1", port), ReceiverHandler)
+    def __init__(self, port: int, keep_alive: bool) -> None:
+        super().__init__(("127.0.0.1", port), KeptAliveHandler if keep_alive else ReceiverHandler)
         self.lock = threading.Lock()
         self.posts = 0
         self.delivery_ids: set[str] = set()
@@ -204,18 +205,27 @@ class ReceiverHandler(BaseHTTPRequestHandler):
         """No line per request."""
 
 
-def serve_receiver(port: int) -> None:
+class KeptAliveHandler(ReceiverHandler):
+    """The same answers over HTTP/1.1: a connection stays open for the client's next POST.
+    Without Nagle's algorithm, as servers that keep connections alive run (the body, written
+    after the headers, would otherwise wait for the client's delayed ACK)."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+
+def serve_receiver(port: int, keep_alive: bool) -> None:
     """The receiver process's body: serve until terminated. Ctrl-C is the parent's to handle
     (it stops this process on its way out)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    CountingServer(port).serve_forever()
+    CountingServer(port, keep_alive).serve_forever()
 
 
 @contextmanager
-def receiver(port: int) -> Iterator[str]:
+def receiver(port: int, keep_alive: bool) -> Iterator[str]:
     """The receiver in its own (spawned) process; yields its base URL once it answers."""
     process = multiprocessing.get_context("spawn").Process(
-        target=serve_receiver, args=(port,), name="bench-receiver", daemon=True
+        target=serve_receiver, args=(port, keep_alive), name="bench-receiver", daemon=True
     )
     process.start()
     try:
@@ -484,6 +494,12 @@ def parse_args() -> argparse.Namespace:
         "rounded up to whole events (default 16: one endpoint may have at most "
         "WEBHOOK_ENDPOINT_CONCURRENCY attempts under way)",
     )
+    parser.add_argument(
+        "--keep-alive",
+        action="store_true",
+        help="the receiver keeps connections open (HTTP/1.1) for the engine and the loop alike "
+        "(default: HTTP/1.0, one connection per POST)",
+    )
     parser.add_argument("--json", action="store_true", help="also print one JSON object")
     args = parser.parse_args()
     args.warmup = -(-args.warmup // args.endpoints) * args.endpoints
@@ -501,6 +517,7 @@ def configuration(args: argparse.Namespace, setup: Setup, receiver_url: str, bod
         "worker": WORKER_PROCESS,
         "endpoints": args.endpoints,
         "receiver": receiver_url,
+        "receiver_http": "HTTP/1.1 keep-alive" if args.keep_alive else "HTTP/1.0",
         **setup.facts(),
     }
 
@@ -545,7 +562,7 @@ def benchmark(args: argparse.Namespace) -> None:
     with ExitStack() as stack:
         setup = stack.enter_context(migrated_setup(base_environment))
         account_id, _ = create_test_account(setup.env)
-        receiver_base = stack.enter_context(receiver(free_port()))
+        receiver_base = stack.enter_context(receiver(free_port(), args.keep_alive))
         receiver_url = receiver_base + RECEIVER_PATH
         with app_context(setup.env):
             events = (args.warmup + args.deliveries) // args.endpoints

@@ -49,9 +49,10 @@ def deliver(delivery_id: str) -> str | None:
 
 def send_due_deliveries() -> int:
     """The delivery engine: claim due deliveries in batches, send them concurrently
-    (WEBHOOK_SENDERS threads, each attempt with its own lease, signature and time limit),
-    and record the outcomes that have come in, one transaction for all of them, while
-    claiming more for the senders that are free. Returns how many attempts it made."""
+    (WEBHOOK_SENDERS threads, each attempt with its own lease, signature and time limit,
+    over connections kept alive for the run), and record the outcomes that have come in
+    and claim more for the senders that are free, one transaction for both. Returns how
+    many attempts it made."""
     app = current_app._get_current_object()
     senders = app.config["WEBHOOK_SENDERS"]
     started = utcnow()
@@ -61,37 +62,43 @@ def send_due_deliveries() -> int:
     more_due = False
     claiming = True
     refill_at = max(1, senders // REFILL_FRACTION)
-    with ThreadPoolExecutor(senders, thread_name_prefix="webhook-sender") as pool:
+    with (
+        transport.KeptConnections(senders) as kept,
+        ThreadPoolExecutor(senders, thread_name_prefix="webhook-sender") as pool,
+    ):
         while True:
+            if in_flight:
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                webhook_delivery.record_all(
+                    [(*in_flight.pop(future), future.result()) for future in done]
+                )
+                attempts += len(done)
             free = senders - len(in_flight)
+            batch = []
             if claiming and (free >= refill_at or not in_flight):
                 claimed = webhook_delivery.claim_due(free, not_attempted_since=started)
+                outgoing = webhook_delivery.prepare_all(claimed)
                 batch = [
-                    (delivery.id, delivery.attempts, webhook_delivery.prepare(delivery))
-                    for delivery in claimed
+                    (delivery.id, delivery.attempts, request)
+                    for delivery, request in zip(claimed, outgoing, strict=True)
                 ]
-                db.session.commit()
-                for delivery_id, attempt_number, outgoing in batch:
-                    future = pool.submit(_send_in, app, outgoing)
-                    in_flight[future] = (delivery_id, attempt_number)
                 more_due = len(claimed) == free
                 claiming = time.monotonic() < stop_claiming_at
+            db.session.commit()  # the outcomes, and the new leases before their POSTs
+            for delivery_id, attempt_number, request in batch:
+                in_flight[pool.submit(_send_in, app, request, kept)] = (delivery_id, attempt_number)
             if not in_flight:
                 break
-            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-            webhook_delivery.record_all(
-                [(*in_flight.pop(future), future.result()) for future in done]
-            )
-            db.session.commit()
-            attempts += len(done)
     if more_due:
         enqueue_engine()
     return attempts
 
 
-def _send_in(app: Flask, outgoing: transport.Outgoing) -> transport.Attempt:
+def _send_in(
+    app: Flask, outgoing: transport.Outgoing, kept: transport.KeptConnections
+) -> transport.Attempt:
     with app.app_context():
-        return transport.send(outgoing)
+        return transport.send(outgoing, kept)
 
 
 def enqueue_engine() -> None:

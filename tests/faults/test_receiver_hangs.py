@@ -46,6 +46,14 @@ def _trickles_headers(connection: socket.socket, stop: threading.Event) -> None:
         connection.sendall(b"X")
 
 
+def _answers_once_then_trickles_headers(connection: socket.socket, stop: threading.Event) -> None:
+    """A 200 the connection stays open after, then, to the next request on it, headers a
+    byte a second for ever."""
+    connection.recv(65536)
+    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    _trickles_headers(connection, stop)
+
+
 def _answers_then_stalls(connection: socket.socket, stop: threading.Event) -> None:
     """A 200 whose promised body never comes."""
     connection.recv(65536)
@@ -165,19 +173,29 @@ def _deliveries(app, endpoint_ids: list[str]) -> list[WebhookDelivery]:
         return sorted(rows, key=lambda row: endpoint_ids.index(row.endpoint_id))
 
 
-def test_headers_trickled_for_ever_end_the_attempt_at_the_timeout(app, monkeypatch):
+@pytest.mark.parametrize(
+    ("behaviour", "earlier_answers"),
+    [(_trickles_headers, 0), (_answers_once_then_trickles_headers, 1)],
+    ids=["new-connection", "kept-connection"],
+)
+def test_headers_trickled_for_ever_end_the_attempt_at_the_timeout(
+    app, monkeypatch, behaviour, earlier_answers
+):
     """The limit covers the whole attempt, not each read: the attempt is over after
-    WEBHOOK_TIMEOUT_SECONDS, recorded as timed out, however the endpoint drips."""
+    WEBHOOK_TIMEOUT_SECONDS, recorded as timed out, however the endpoint drips; also on a
+    connection an earlier attempt kept alive."""
     timeout = 2
     monkeypatch.setitem(app.config, "WEBHOOK_TIMEOUT_SECONDS", timeout)
     attempts = []
-    with stalling_endpoint(_trickles_headers) as url:
+    with stalling_endpoint(behaviour) as url, transport.KeptConnections(1) as kept:
         outgoing = transport.Outgoing(url, KeyMode.TEST, True, b"{}", {})
 
         def send() -> None:
             with app.app_context():
+                for _ in range(earlier_answers):
+                    assert transport.send(outgoing, kept).status_code == 200
                 started = time.monotonic()
-                attempts.append((transport.send(outgoing), time.monotonic() - started))
+                attempts.append((transport.send(outgoing, kept), time.monotonic() - started))
 
         sender = threading.Thread(target=send, daemon=True)
         sender.start()

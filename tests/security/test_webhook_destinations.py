@@ -252,8 +252,8 @@ def tls_server(tmp_path):
 def test_a_pinned_https_connection_still_sends_sni_and_verifies_the_host_name(tls_server):
     port, ca_file, seen = tls_server
     with (
-        transport.AttemptDeadline(5) as deadline,
-        transport.pinned_session(HOST, deadline) as session,
+        transport.AttemptDeadline(5),
+        transport.pinned_session(HOST) as session,
     ):
         session.verify = ca_file
         answer = session.post(
@@ -263,8 +263,8 @@ def test_a_pinned_https_connection_still_sends_sni_and_verifies_the_host_name(tl
     assert seen == {"sni": HOST, "host": HOST}
 
     with (
-        transport.AttemptDeadline(5) as deadline,
-        transport.pinned_session("impostor.example", deadline) as session,
+        transport.AttemptDeadline(5),
+        transport.pinned_session("impostor.example") as session,
     ):
         session.verify = ca_file
         with pytest.raises(requests.exceptions.SSLError):

@@ -13,6 +13,7 @@ class Received:
     path: str
     headers: dict
     body: bytes
+    connection: int = 0  # the sender's port: one per connection it opened
 
 
 @dataclass
@@ -44,26 +45,35 @@ class Receiver:
         self.server.server_close()
 
 
-def start_receiver() -> Receiver:
+def start_receiver(keep_alive: bool = False) -> Receiver:
+    """With `keep_alive`, HTTP/1.1: a connection stays open after each answer (without
+    Nagle's algorithm, as such servers run) unless the reply's headers say `Connection: close`."""
     receiver: Receiver
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+        disable_nagle_algorithm = keep_alive
+
         def do_POST(self):
             length = int(self.headers.get("Content-Length", 0))
             body = self.rfile.read(length)
             with receiver.lock:
-                receiver.received.append(Received(self.path, dict(self.headers), body))
+                receiver.received.append(
+                    Received(self.path, dict(self.headers), body, self.client_address[1])
+                )
                 status, headers, delay = receiver.next_reply()
                 receiver.answering += 1
                 receiver.most_at_once = max(receiver.most_at_once, receiver.answering)
             time.sleep(delay)
             with receiver.lock:
                 receiver.answering -= 1
+            answer = b'{"ok":true}' if status < 300 else b"nope"
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
+            self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(b'{"ok":true}' if status < 300 else b"nope")
+            self.wfile.write(answer)
 
         def log_message(self, *args):
             pass
@@ -76,9 +86,9 @@ def start_receiver() -> Receiver:
 
 
 @contextlib.contextmanager
-def receiving() -> Iterator[Receiver]:
+def receiving(keep_alive: bool = False) -> Iterator[Receiver]:
     """A receiver for the duration of the block, stopped even when the block fails."""
-    receiver = start_receiver()
+    receiver = start_receiver(keep_alive)
     try:
         yield receiver
     finally:

@@ -30,12 +30,18 @@ def count_dead_letter(endpoint_id: str) -> None:
         enqueue_after_commit(db.session(), "default", ALERT_JOB, endpoint_id)
 
 
-def clear_dead_letters(endpoint_id: str) -> None:
-    """A delivery got through: the endpoint's run of dead letters is over. Written only when
-    there was a run, so deliveries that get through write nothing to their endpoint's row."""
+def clear_dead_letters(endpoint_ids: set[str]) -> None:
+    """Deliveries got through: these endpoints' runs of dead letters are over. Written only
+    where there was a run, so deliveries that get through write nothing to their endpoint's
+    row."""
+    if not endpoint_ids:
+        return
     db.session.execute(
         sa.update(WebhookEndpoint)
-        .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.consecutive_dead_letters > 0)
+        .where(
+            WebhookEndpoint.id.in_(sorted(endpoint_ids)),
+            WebhookEndpoint.consecutive_dead_letters > 0,
+        )
         .values(consecutive_dead_letters=0)
     )
 

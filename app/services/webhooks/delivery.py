@@ -127,13 +127,13 @@ def claim_due(
         .limit(limit * CANDIDATES_PER_PLACE)
     ).all()
     endpoint_ids = sorted({candidate.endpoint_id for candidate in candidates})
-    locked = db.session.scalars(  # whole rows: `prepare` then finds them in the session
-        sa.select(WebhookEndpoint)
+    locked = db.session.scalars(
+        sa.select(WebhookEndpoint.id)
         .where(WebhookEndpoint.id.in_(endpoint_ids))
         .order_by(WebhookEndpoint.id)
         .with_for_update(skip_locked=True)
     ).all()
-    room = _room_per_endpoint({endpoint.id for endpoint in locked}, now)
+    room = _room_per_endpoint(set(locked), now)
     chosen: list[str] = []
     for candidate in candidates:
         if len(chosen) < limit and room.get(candidate.endpoint_id, 0) > 0:
@@ -254,10 +254,39 @@ def _lease() -> timedelta:
 
 def prepare(delivery: WebhookDelivery) -> Outgoing:
     """The request for this attempt, signed now with the endpoint's current secret."""
-    endpoint = db.session.get(WebhookEndpoint, delivery.endpoint_id)
-    body = body_bytes(delivery.payload)
+    return prepare_all([delivery])[0]
+
+
+def prepare_all(deliveries: list[WebhookDelivery]) -> list[Outgoing]:
+    """`prepare` for a batch: their endpoints read in one statement, each secret decrypted
+    once."""
+    if not deliveries:
+        return []
+    endpoints = {
+        endpoint.id: endpoint
+        for endpoint in db.session.scalars(
+            sa.select(WebhookEndpoint).where(
+                WebhookEndpoint.id.in_({delivery.endpoint_id for delivery in deliveries})
+            )
+        )
+    }
+    secrets = {
+        endpoint.id: secrets_box.decrypt(endpoint.secret_ciphertext)
+        for endpoint in endpoints.values()
+    }
     timestamp = int(utcnow().timestamp())
-    secret = secrets_box.decrypt(endpoint.secret_ciphertext)
+    return [
+        _outgoing(
+            delivery, endpoints[delivery.endpoint_id], secrets[delivery.endpoint_id], timestamp
+        )
+        for delivery in deliveries
+    ]
+
+
+def _outgoing(
+    delivery: WebhookDelivery, endpoint: WebhookEndpoint, secret: str, timestamp: int
+) -> Outgoing:
+    body = body_bytes(delivery.payload)
     return Outgoing(
         url=endpoint.url,
         mode=endpoint.mode,
@@ -286,7 +315,8 @@ def record_all(
 ) -> list[WebhookDelivery]:
     """`record` for several attempts at once: their deliveries locked and read in one
     statement (in id order, as every batch takes them), each outcome then written by the
-    same rules."""
+    same rules, and the endpoints that got a delivery through cleared of their run of dead
+    letters in one statement."""
     now = now or utcnow()
     ids = sorted(delivery_id for delivery_id, _, _ in outcomes)
     locked = {
@@ -295,20 +325,26 @@ def record_all(
             sa.select(WebhookDelivery)
             .where(WebhookDelivery.id.in_(ids))
             .order_by(WebhookDelivery.id)
+            .options(sa.orm.defer(WebhookDelivery.payload))  # not needed to record
             .with_for_update()
             .execution_options(populate_existing=True)
         )
     }
-    for delivery_id, attempt_number, attempt in outcomes:
-        _write_outcome(locked[delivery_id], attempt_number, attempt, now)
+    got_through = {
+        locked[delivery_id].endpoint_id
+        for delivery_id, attempt_number, attempt in outcomes
+        if _write_outcome(locked[delivery_id], attempt_number, attempt, now) is D.DELIVERED
+    }
+    alerts.clear_dead_letters(got_through)
     return [locked[delivery_id] for delivery_id, _, _ in outcomes]
 
 
 def _write_outcome(
     delivery: WebhookDelivery, attempt_number: int, attempt: Attempt, now: datetime
-) -> None:
+) -> DeliveryStatus | None:
+    """The delivery's new status, or None when the attempt is no longer its to record."""
     if delivery.status is not D.PROCESSING or delivery.attempts != attempt_number:
-        return  # cancelled meanwhile, or claimed again after our lease ran out
+        return None  # cancelled meanwhile, or claimed again after our lease ran out
     delivery.last_status_code = attempt.status_code
     delivery.last_response_body = attempt.body
     delivery.last_error = attempt.error or _http_error(attempt.status_code)
@@ -321,7 +357,6 @@ def _write_outcome(
         DELIVERY_MACHINE.move(delivery, D.DELIVERED)
         delivery.delivered_at = now
         delivery.next_retry_at = None
-        alerts.clear_dead_letters(delivery.endpoint_id)
     elif delivery.attempts >= delivery.max_attempts:
         _dead_letter(delivery)
     else:
@@ -330,6 +365,7 @@ def _write_outcome(
         delivery.next_retry_at = now + (
             wait if wait is not None else retry_delay(delivery.attempts)
         )
+    return delivery.status
 
 
 def _dead_letter(delivery: WebhookDelivery) -> None:

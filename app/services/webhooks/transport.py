@@ -3,11 +3,16 @@
 Kept apart from the database work around it: `send` runs with no transaction open, turns
 every failure into an `Attempt`, connects only to addresses `addresses.checked_addresses`
 has just approved (no DNS rebinding), follows no redirects, ignores the environment's
-proxies, and ends at a hard deadline however slowly the endpoint answers.
+proxies and cookies, and ends at a hard deadline however slowly the endpoint answers. The
+delivery engine keeps connections alive between attempts to the same endpoint address
+(`KeptConnections`); a single resend opens its own.
 """
 
 import contextlib
-import functools
+import heapq
+import http.cookiejar
+import itertools
+import os
 import socket
 import threading
 import time
@@ -55,14 +60,43 @@ class Outgoing:
     headers: dict
 
 
-def send(outgoing: Outgoing) -> Attempt:
+class KeptConnections:
+    """Connections kept alive between attempts to the same host and address, for one run of
+    the delivery engine: one pinned session per endpoint host, each address's pool keeping
+    at most as many idle connections as the engine has senders (endpoints on one host share
+    it). A connection goes back to its pool only after an answer read to its end that does
+    not ask to close; every other one is closed. Shared by the engine's sender threads."""
+
+    def __init__(self, connections_per_address: int):
+        self._per_address = connections_per_address
+        self._sessions: dict[str, requests.Session] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "KeptConnections":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        with self._lock:
+            for session in self._sessions.values():
+                session.close()
+            self._sessions.clear()
+
+    def session_for(self, hostname: str) -> requests.Session:
+        with self._lock:
+            if hostname not in self._sessions:
+                self._sessions[hostname] = pinned_session(hostname, self._per_address)
+            return self._sessions[hostname]
+
+
+def send(outgoing: Outgoing, kept: KeptConnections | None = None) -> Attempt:
     """POST one attempt (no database transaction open): every failure becomes an Attempt.
 
     The host is resolved once, here, and the request goes to one of those checked addresses
     (`_post_pinned`), so a DNS answer that changes after the check (rebinding) is never
     used. Redirects are not followed and the environment's proxies are ignored. The attempt
     ends after WEBHOOK_TIMEOUT_SECONDS in all (`AttemptDeadline`); an answer whose status
-    came by then counts by its status, with as much of its body as came too."""
+    came by then counts by its status, with as much of its body as came too. With `kept`, the
+    attempt may reuse a connection an earlier attempt to the same address left open."""
     if not outgoing.active:
         return Attempt(None, None, INACTIVE_ERROR)
     parts = urlsplit(outgoing.url)
@@ -71,12 +105,14 @@ def send(outgoing: Outgoing) -> Attempt:
     except DestinationRefused as refusal:
         return Attempt(None, None, str(refusal))
     timeout = current_app.config["WEBHOOK_TIMEOUT_SECONDS"]
-    with AttemptDeadline(timeout) as deadline:
+    with (
+        AttemptDeadline(timeout) as deadline,
+        contextlib.nullcontext(kept.session_for(parts.hostname))
+        if kept
+        else pinned_session(parts.hostname) as session,
+    ):
         try:
-            with (
-                pinned_session(parts.hostname, deadline) as session,
-                _post_pinned(session, outgoing, addresses, deadline) as answer,
-            ):
+            with _post_pinned(session, outgoing, addresses, deadline) as answer:
                 body = _read_capped(answer)
         except (requests.exceptions.RequestException, ValueError) as error:
             return Attempt(None, None, _failure(error, deadline.expired, timeout))
@@ -104,49 +140,98 @@ def _failure(error: Exception, out_of_time: bool, timeout: int) -> str:
 
 
 class AttemptDeadline:
-    """The end of one attempt, whatever it is doing then: a timer shuts down every socket
-    the attempt opened, so a slow connect's successor, a TLS handshake, headers or a body
-    trickled a byte at a time all stop at the deadline. Per-read timeouts alone never stop an
-    endpoint that sends a byte before each runs out (it held a worker for the whole job)."""
+    """The end of one attempt, whatever it is doing then: the process's deadline watcher
+    shuts down every socket the attempt used, so a slow connect's successor, a TLS
+    handshake, headers or a body trickled a byte at a time all stop at the deadline.
+    Per-read timeouts alone never stop an endpoint that sends a byte before each runs out
+    (it held a worker for the whole job). The connections made or reused in the thread
+    while it is entered are its own (`_current_deadline`)."""
 
     def __init__(self, seconds: float):
         self.expired = False
-        self._ends_at = time.monotonic() + seconds
+        self.ended = False
+        self.ends_at = time.monotonic() + seconds
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
 
     def __enter__(self) -> "AttemptDeadline":
-        self._timer.start()
+        _watcher().watch(self)
+        _attempt.deadline = self
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self._timer.cancel()
+        _attempt.deadline = None
         with self._lock:
+            self.ended = True
             for watched in self._sockets:
                 watched.close()
             self._sockets.clear()
 
     def remaining(self) -> float:
         """Seconds left, at least a millisecond (a zero timeout would mean non-blocking)."""
-        return max(self._ends_at - time.monotonic(), 0.001)
+        return max(self.ends_at - time.monotonic(), 0.001)
 
     def watch(self, connection: socket.socket) -> None:
         """Shut the connection down at the deadline (at once if it has passed). A duplicate
         of the socket is kept: TLS detaches the original, and shutting the duplicate down
-        ends the same connection."""
-        duplicate = connection.dup()
+        ends the same connection; closing the duplicate at the end leaves it open."""
+        duplicate = socket.fromfd(connection.fileno(), connection.family, connection.type)
         with self._lock:
             self._sockets.append(duplicate)
             if self.expired:
                 _shut_down(duplicate)
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
+        """The deadline has come: every watched socket is shut down (the watcher calls it)."""
         with self._lock:
+            if self.ended:
+                return
             self.expired = True
             for watched in self._sockets:
                 _shut_down(watched)
+
+
+class _DeadlineWatcher:
+    """One thread per process that expires attempts' deadlines in time order (instead of a
+    timer thread started for every attempt)."""
+
+    def __init__(self):
+        self._due: list[tuple[float, int, AttemptDeadline]] = []
+        self._order = itertools.count()
+        self._changed = threading.Condition()
+        threading.Thread(target=self._run, name="webhook-deadlines", daemon=True).start()
+
+    def watch(self, deadline: AttemptDeadline) -> None:
+        with self._changed:
+            heapq.heappush(self._due, (deadline.ends_at, next(self._order), deadline))
+            self._changed.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    self._changed.wait(self._due[0][0] - time.monotonic() if self._due else None)
+                _, _, deadline = heapq.heappop(self._due)
+            deadline.expire()
+
+
+_watchers: dict[int, _DeadlineWatcher] = {}
+_watchers_lock = threading.Lock()
+_attempt = threading.local()
+
+
+def _watcher() -> _DeadlineWatcher:
+    """This process's watcher (a forked child starts its own: threads do not survive fork)."""
+    with _watchers_lock:
+        if os.getpid() not in _watchers:
+            _watchers.clear()
+            _watchers[os.getpid()] = _DeadlineWatcher()
+        return _watchers[os.getpid()]
+
+
+def _current_deadline() -> AttemptDeadline:
+    """The deadline of the attempt this thread is making."""
+    return _attempt.deadline
 
 
 def _shut_down(connection: socket.socket) -> None:
@@ -155,15 +240,11 @@ def _shut_down(connection: socket.socket) -> None:
 
 
 class _WatchedConnection:
-    """An urllib3 connection whose socket its attempt's deadline watches."""
-
-    def __init__(self, *args, deadline: AttemptDeadline, **kwargs):
-        self._deadline = deadline
-        super().__init__(*args, **kwargs)
+    """An urllib3 connection whose new socket the attempt's deadline watches."""
 
     def _new_conn(self) -> socket.socket:
         connection = super()._new_conn()
-        self._deadline.watch(connection)
+        _current_deadline().watch(connection)
         return connection
 
 
@@ -175,27 +256,36 @@ class _WatchedHTTPSConnection(_WatchedConnection, HTTPSConnection):
     pass
 
 
-class _WatchedHTTPPool(HTTPConnectionPool):
+class _WatchedPool:
+    """A connection pool whose connections, new or kept from an earlier attempt, are
+    watched by the deadline of the attempt that takes them."""
+
+    def _get_conn(self, timeout=None):
+        connection = super()._get_conn(timeout)
+        if connection.sock is not None:
+            _current_deadline().watch(connection.sock)
+        return connection
+
+
+class _WatchedHTTPPool(_WatchedPool, HTTPConnectionPool):
     ConnectionCls = _WatchedHTTPConnection
 
 
-class _WatchedHTTPSPool(HTTPSConnectionPool):
+class _WatchedHTTPSPool(_WatchedPool, HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
 class _DeadlineAdapter(HTTPAdapter):
-    """No retries, and every connection made under the attempt's deadline (its pools pass
-    the deadline on to each connection they make)."""
+    """No retries, and every connection used under the deadline of the attempt using it."""
 
-    def __init__(self, deadline: AttemptDeadline):
-        self._deadline = deadline
-        super().__init__(max_retries=0)
+    def __init__(self, connections_per_address: int):
+        super().__init__(max_retries=0, pool_maxsize=connections_per_address)
 
     def init_poolmanager(self, *args, **kwargs) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = {
-            "http": functools.partial(_WatchedHTTPPool, deadline=self._deadline),
-            "https": functools.partial(_WatchedHTTPSPool, deadline=self._deadline),
+            "http": _WatchedHTTPPool,
+            "https": _WatchedHTTPSPool,
         }
 
 
@@ -203,23 +293,24 @@ class _PinnedHostAdapter(_DeadlineAdapter):
     """HTTPS to an address given in the URL while TLS sends SNI for, and verifies the
     certificate against, the endpoint's host name."""
 
-    def __init__(self, hostname: str, deadline: AttemptDeadline):
+    def __init__(self, hostname: str, connections_per_address: int):
         self._hostname = hostname
-        super().__init__(deadline)
+        super().__init__(connections_per_address)
 
     def init_poolmanager(self, *args, **kwargs) -> None:
         kwargs.update(server_hostname=self._hostname, assert_hostname=self._hostname)
         super().init_poolmanager(*args, **kwargs)
 
 
-def pinned_session(hostname: str, deadline: AttemptDeadline) -> requests.Session:
-    """A session for one attempt to one endpoint host that ignores the environment
-    (HTTP(S)_PROXY, .netrc, REQUESTS_CA_BUNDLE): a proxy would connect wherever the name
-    resolves for it."""
+def pinned_session(hostname: str, connections_per_address: int = 1) -> requests.Session:
+    """A session to one endpoint host that ignores the environment (HTTP(S)_PROXY, .netrc,
+    REQUESTS_CA_BUNDLE: a proxy would connect wherever the name resolves for it) and keeps
+    no cookies (one attempt's answer never shapes another's request)."""
     session = requests.Session()
     session.trust_env = False
-    session.mount("https://", _PinnedHostAdapter(hostname, deadline))
-    session.mount("http://", _DeadlineAdapter(deadline))
+    session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+    session.mount("https://", _PinnedHostAdapter(hostname, connections_per_address))
+    session.mount("http://", _DeadlineAdapter(connections_per_address))
     return session
 
 
@@ -263,7 +354,9 @@ def _post_to(
 
 def _read_capped(answer: requests.Response) -> str:
     """At most MAX_RESPONSE_BODY bytes, taken as they arrive (a sized read would wait for its
-    whole size); a dripping body is cut at the attempt's deadline, which shuts the socket."""
+    whole size); a dripping body is cut at the attempt's deadline, which shuts the socket.
+    An answer read to its end gives its connection back to its pool (urllib3 does, unless
+    the answer asked to close); closing the answer closes any other."""
     kept = b""
     while len(kept) < MAX_RESPONSE_BODY:
         try:
