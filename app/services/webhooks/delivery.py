@@ -307,65 +307,86 @@ def record(
 ) -> WebhookDelivery:
     """Write an attempt's outcome: delivered, rescheduled, or dead-lettered after the last.
     Only the claimant of that attempt may: a late answer from a replaced sender is dropped."""
-    return record_all([(delivery_id, attempt_number, attempt)], now)[0]
+    record_all([(delivery_id, attempt_number, attempt)], now)
+    return db.session.get(WebhookDelivery, delivery_id, populate_existing=True)
 
 
-def record_all(
-    outcomes: list[tuple[str, int, Attempt]], now: datetime | None = None
-) -> list[WebhookDelivery]:
-    """`record` for several attempts at once: their deliveries locked and read in one
-    statement (in id order, as every batch takes them), each outcome then written by the
-    same rules, and the endpoints that got a delivery through cleared of their run of dead
-    letters in one statement."""
+def record_all(outcomes: list[tuple[str, int, Attempt]], now: datetime | None = None) -> None:
+    """`record` for several attempts at once, in three statements whatever their number:
+    their deliveries locked and read (in id order, as every batch takes them), every outcome
+    written by the same rules (`_outcome`) in one batch, and the endpoints that got a
+    delivery through, if they had a run of dead letters, cleared of it. Dead letters are
+    counted first, so within one batch a delivery that got through ends its endpoint's run
+    whatever order the answers came in."""
     now = now or utcnow()
-    ids = sorted(delivery_id for delivery_id, _, _ in outcomes)
     locked = {
-        delivery.id: delivery
-        for delivery in db.session.scalars(
-            sa.select(WebhookDelivery)
-            .where(WebhookDelivery.id.in_(ids))
+        row.id: row
+        for row in db.session.execute(
+            sa.select(
+                WebhookDelivery.id,
+                WebhookDelivery.status,
+                WebhookDelivery.attempts,
+                WebhookDelivery.max_attempts,
+                WebhookDelivery.endpoint_id,
+                WebhookEndpoint.consecutive_dead_letters,
+            )
+            .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
+            .where(WebhookDelivery.id.in_(sorted(delivery_id for delivery_id, _, _ in outcomes)))
             .order_by(WebhookDelivery.id)
-            .options(sa.orm.defer(WebhookDelivery.payload))  # not needed to record
-            .with_for_update()
-            .execution_options(populate_existing=True)
+            .with_for_update(of=WebhookDelivery)
         )
     }
-    got_through = {
-        locked[delivery_id].endpoint_id
+    ours = [
+        (locked[delivery_id], attempt)
         for delivery_id, attempt_number, attempt in outcomes
-        if _write_outcome(locked[delivery_id], attempt_number, attempt, now) is D.DELIVERED
+        if locked[delivery_id].status is D.PROCESSING  # not cancelled meanwhile
+        and locked[delivery_id].attempts == attempt_number  # nor claimed again since
+    ]
+    if not ours:
+        return
+    written = [_outcome(row, attempt, now) for row, attempt in ours]
+    db.session.execute(sa.update(WebhookDelivery), written)
+    for row, values in zip((row for row, _ in ours), written, strict=True):
+        if values["status"] is D.FAILED:
+            alerts.count_dead_letter(row.endpoint_id)
+    alerts.clear_dead_letters(
+        {
+            row.endpoint_id
+            for row, values in zip((row for row, _ in ours), written, strict=True)
+            if values["status"] is D.DELIVERED and row.consecutive_dead_letters > 0
+        }
+    )
+
+
+def _outcome(delivery: sa.Row, attempt: Attempt, now: datetime) -> dict:
+    """What an attempt's outcome writes to its delivery (PROCESSING, ours): delivered,
+    cancelled (its endpoint went away), dead-lettered after the last attempt, or due
+    again after the backoff (or the endpoint's Retry-After)."""
+    values = {
+        "id": delivery.id,
+        "last_status_code": attempt.status_code,
+        "last_response_body": attempt.body,
+        "last_error": attempt.error or _http_error(attempt.status_code),
+        "lease_expires_at": None,
+        "updated_at": now,
+        "delivered_at": None,
+        "next_retry_at": None,
     }
-    alerts.clear_dead_letters(got_through)
-    return [locked[delivery_id] for delivery_id, _, _ in outcomes]
-
-
-def _write_outcome(
-    delivery: WebhookDelivery, attempt_number: int, attempt: Attempt, now: datetime
-) -> DeliveryStatus | None:
-    """The delivery's new status, or None when the attempt is no longer its to record."""
-    if delivery.status is not D.PROCESSING or delivery.attempts != attempt_number:
-        return None  # cancelled meanwhile, or claimed again after our lease ran out
-    delivery.last_status_code = attempt.status_code
-    delivery.last_response_body = attempt.body
-    delivery.last_error = attempt.error or _http_error(attempt.status_code)
-    delivery.lease_expires_at = None
-    delivery.updated_at = now
     if attempt.error == INACTIVE_ERROR:
-        DELIVERY_MACHINE.move(delivery, D.CANCELLED)
-        delivery.next_retry_at = None
+        status = D.CANCELLED
     elif attempt.status_code is not None and 200 <= attempt.status_code < 300:
-        DELIVERY_MACHINE.move(delivery, D.DELIVERED)
-        delivery.delivered_at = now
-        delivery.next_retry_at = None
+        status = D.DELIVERED
+        values["delivered_at"] = now
     elif delivery.attempts >= delivery.max_attempts:
-        _dead_letter(delivery)
+        status = D.FAILED
     else:
-        DELIVERY_MACHINE.move(delivery, D.PENDING)
+        status = D.PENDING
         wait = attempt.retry_after
-        delivery.next_retry_at = now + (
+        values["next_retry_at"] = now + (
             wait if wait is not None else retry_delay(delivery.attempts)
         )
-    return delivery.status
+    DELIVERY_MACHINE.check(delivery.status, status)
+    return {**values, "status": status}
 
 
 def _dead_letter(delivery: WebhookDelivery) -> None:

@@ -3,14 +3,13 @@
 Kept apart from the database work around it: `send` runs with no transaction open, turns
 every failure into an `Attempt`, connects only to addresses `addresses.checked_addresses`
 has just approved (no DNS rebinding), follows no redirects, ignores the environment's
-proxies and cookies, and ends at a hard deadline however slowly the endpoint answers. The
+proxies, sends no cookies, and ends at a hard deadline however slowly the endpoint answers. The
 delivery engine keeps connections alive between attempts to the same endpoint address
 (`KeptConnections`); a single resend opens its own.
 """
 
 import contextlib
 import heapq
-import http.cookiejar
 import itertools
 import os
 import socket
@@ -304,11 +303,11 @@ class _PinnedHostAdapter(_DeadlineAdapter):
 
 def pinned_session(hostname: str, connections_per_address: int = 1) -> requests.Session:
     """A session to one endpoint host that ignores the environment (HTTP(S)_PROXY, .netrc,
-    REQUESTS_CA_BUNDLE: a proxy would connect wherever the name resolves for it) and keeps
-    no cookies (one attempt's answer never shapes another's request)."""
+    REQUESTS_CA_BUNDLE: a proxy would connect wherever the name resolves for it). Attempts
+    use only its adapters (`_post_to`), so no cookie from one answer reaches another
+    request."""
     session = requests.Session()
     session.trust_env = False
-    session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
     session.mount("https://", _PinnedHostAdapter(hostname, connections_per_address))
     session.mount("http://", _DeadlineAdapter(connections_per_address))
     return session
@@ -334,17 +333,25 @@ def _post_to(
     session: requests.Session, outgoing: Outgoing, address: str, deadline: AttemptDeadline
 ) -> requests.Response:
     """The connect and each read wait at most what is left of the attempt (the deadline
-    watches a socket only once it is connected)."""
+    watches a socket only once it is connected). Sent straight through the session's
+    adapter, with the session's default headers: no cookies, hooks, redirects or settings
+    from the environment, and none of `Session.request`'s work per attempt."""
     parts = urlsplit(outgoing.url)
     port = parts.port if parts.port is not None else (443 if parts.scheme == "https" else 80)
     literal = f"[{address}]" if ":" in address else address
-    answer = session.post(
-        urlunsplit((parts.scheme, f"{literal}:{port}", parts.path or "/", parts.query, "")),
+    url = urlunsplit((parts.scheme, f"{literal}:{port}", parts.path or "/", parts.query, ""))
+    request = requests.Request(
+        "POST",
+        url,
         data=outgoing.body,
-        headers={**outgoing.headers, "Host": parts.netloc.rpartition("@")[2]},
-        timeout=deadline.remaining(),
-        allow_redirects=False,
-        stream=True,
+        headers={
+            **session.headers,
+            **outgoing.headers,
+            "Host": parts.netloc.rpartition("@")[2],
+        },
+    ).prepare()
+    answer = session.get_adapter(url).send(
+        request, stream=True, timeout=deadline.remaining(), verify=True, proxies={}
     )
     if deadline.expired:  # the deadline cut its headers short: what was parsed is no answer
         answer.close()
