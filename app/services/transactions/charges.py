@@ -16,7 +16,7 @@ from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
 from app.formats.money import Amount
 from app.marks import translatable
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
-from app.models.base import utcnow
+from app.models.base import new_id, utcnow
 from app.pix.brcode import MAX_AMOUNT_LENGTH
 from app.providers import provider_for
 from app.providers.base import (
@@ -101,18 +101,19 @@ def create_charge(
     fraud.check_velocity(account_id, mode, fields["payer_document"], now)
     expires_in = fields.pop("expires_in") or account.charge_expires_in
     charge = Transaction(
+        id=new_id(),  # given up front: the provider needs it, and the row is inserted once
         account_id=account_id,
         mode=mode,
         origin=origin,
         status=TransactionStatus.PENDING,
         payment_methods=[PIX],
+        provider_references={},
         expires_in=expires_in,
         created_at=now,
         updated_at=now,
         **fields,
     )
     db.session.add(charge)
-    db.session.flush()
     try:
         pix = provider.create_charge(pix_request(charge, account))
     except ProviderRefused as error:
