@@ -41,7 +41,9 @@ JITTER = 0.1
 # Every attempt's outcome leaves PROCESSING: back to PENDING for a retry, or final. Two moves
 # are conditional UPDATEs, atomic between workers: `claim` (PENDING -> PROCESSING, and again
 # PROCESSING -> PROCESSING once a dead claimant's lease ran out) and `delete_endpoint` (the
-# waiting ones -> CANCELLED). A resend is a new delivery, so a final status stays final.
+# waiting ones -> CANCELLED). `record_all` checks each outcome against the table and writes
+# a batch's outcomes in one UPDATE, under the rows' locks. A resend is a new delivery, so a
+# final status stays final.
 DELIVERY_MACHINE = StateMachine(
     "webhook delivery",
     {
@@ -344,15 +346,15 @@ def record_all(outcomes: list[tuple[str, int, Attempt]], now: datetime | None = 
     ]
     if not ours:
         return
-    written = [_outcome(row, attempt, now) for row, attempt in ours]
-    db.session.execute(sa.update(WebhookDelivery), written)
-    for row, values in zip((row for row, _ in ours), written, strict=True):
+    written = [(row, _outcome(row, attempt, now)) for row, attempt in ours]
+    db.session.execute(sa.update(WebhookDelivery), [values for _, values in written])
+    for row, values in written:
         if values["status"] is D.FAILED:
             alerts.count_dead_letter(row.endpoint_id)
     alerts.clear_dead_letters(
         {
             row.endpoint_id
-            for row, values in zip((row for row, _ in ours), written, strict=True)
+            for row, values in written
             if values["status"] is D.DELIVERED and row.consecutive_dead_letters > 0
         }
     )
