@@ -28,6 +28,7 @@ from tests.support import payouts
 from tests.support.deployed import PUBLIC_BASE_URL, REQUEST_SECONDS
 from tests.support.http import READER_LANGUAGE
 from tests.support.processes import wait_for
+from tests.support.queues import idle
 from tests.support.rows import empty_tables
 
 try:  # the tests' auto-waiting assertions; without Playwright, `browser` skips them first
@@ -233,7 +234,4 @@ def run_jobs(app, redis) -> None:
     with app.app_context():
         queues = [get_queue(name) for name in QUEUE_NAMES]
 
-    def quiet() -> bool:
-        return all(q.count == 0 and q.started_job_registry.count == 0 for q in queues)
-
-    wait_for(quiet, JOBS_SECONDS, "the stack's workers to finish their jobs")
+    wait_for(lambda: idle(queues), JOBS_SECONDS, "the stack's workers to finish their jobs")

@@ -26,6 +26,7 @@ from tests.support.http import bearer, login
 from tests.support.payments import create as create_payment
 from tests.support.payments import refund
 from tests.support.processes import wait_for
+from tests.support.queues import idle
 from tests.support.refunds import Merchant as RefundMerchant
 from tests.support.refunds import paid_payment
 
@@ -271,9 +272,7 @@ def _post(client, path: str, headers: dict, **body):
 
 
 def _no_job_left(redis) -> bool:
-    """No job waiting in any queue nor being run by a worker."""
-    queues = [Queue(name, connection=redis) for name in QUEUE_NAMES]
-    return not any(q.count or q.started_job_registry.count for q in queues)
+    return idle([Queue(name, connection=redis) for name in QUEUE_NAMES])
 
 
 def _relay_and_deliver(app, redis) -> None:
