@@ -12,6 +12,7 @@ place, and the object's status. It checks nothing: a real receiver verifies the 
 import argparse
 import json
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from app.formats.event_catalog import LEGACY_EVENTS
@@ -19,6 +20,9 @@ from app.formats.event_catalog import LEGACY_EVENTS
 MAX_BODY = 1_000_000
 # Where a legacy event's data names its object, by family (app/formats/webhooks.py).
 LEGACY_OBJECT_ID = {"payment": "transactionId", "withdrawal": "withdrawalId"}
+# The server answers each connection on its own thread, and `print` writes a line and its
+# newline apart: two deliveries at once could run together and leave an empty line.
+_PRINTING = threading.Lock()
 
 
 class DeliveryPrinter(BaseHTTPRequestHandler):
@@ -27,7 +31,10 @@ class DeliveryPrinter(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = min(int(self.headers.get("Content-Length") or 0), MAX_BODY)
         body = self.rfile.read(length)
-        print(describe(self.path, self.headers, body), flush=True)
+        line = describe(self.path, self.headers, body)
+        with _PRINTING:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
