@@ -10,7 +10,8 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 SAO_PAULO = ZoneInfo("America/Sao_Paulo")
-FIXED_HOLIDAYS = ((1, 1), (4, 21), (5, 1), (9, 7), (10, 12), (11, 2), (11, 15), (11, 20), (12, 25))
+FIXED_HOLIDAYS = ((1, 1), (4, 21), (5, 1), (9, 7), (10, 12), (11, 2), (11, 15), (12, 25))
+CONSCIENCIA_NEGRA, FIRST_CONSCIENCIA_NEGRA = (11, 20), 2024  # Lei 14.759/2023
 
 
 def easter(year: int) -> date:
@@ -32,7 +33,13 @@ def holidays(year: int) -> frozenset[date]:
     sunday = easter(year)
     movable = {sunday - timedelta(days=48), sunday - timedelta(days=47)}  # Carnival
     movable |= {sunday - timedelta(days=2), sunday + timedelta(days=60)}  # Good Friday, Corpus
-    return frozenset({date(year, month, day) for month, day in FIXED_HOLIDAYS} | movable)
+    fixed = FIXED_HOLIDAYS + ((CONSCIENCIA_NEGRA,) if year >= FIRST_CONSCIENCIA_NEGRA else ())
+    return frozenset({date(year, month, day) for month, day in fixed} | movable)
+
+
+def sao_paulo_day(moment: datetime) -> date:
+    """The calendar date in São Paulo at `moment`: the day a Pix counts as paid on."""
+    return moment.astimezone(SAO_PAULO).date()
 
 
 def is_business_day(day: date) -> bool:

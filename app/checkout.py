@@ -2,7 +2,8 @@
 
 It is public: anyone the merchant gives the address to (it holds the charge's raw id, which
 the merchant also sees in the API and webhooks) may open it, so it shows what a payer needs
-and nothing more: amount, merchant name, description, each method's instructions (Pix QR and
+and nothing more: amount (for a charge with a due date, today's, with its due date, fine,
+interest, discount and rebate), merchant name, description, each method's instructions (Pix QR and
 code, boleto line and slip, Multibanco reference, crypto address) while it can still be
 paid (`charges.payability`, the rule the dashboard follows too), expiry and status. No
 customer data, txid, account id or end-to-end id is ever rendered. The page polls `/status`
@@ -23,12 +24,14 @@ from werkzeug.wrappers import Response
 from wtforms import HiddenField
 from wtforms.validators import AnyOf, Optional
 
+from app.business_days import sao_paulo_day
 from app.errors import InvalidRequest, NotFound
 from app.extensions import db
 from app.formats.charges import PUBLIC_STATUS
 from app.formats.payments import METHOD_LABELS
 from app.models import Account, KeyMode, Transaction
 from app.models.base import utcnow
+from app.pix import due
 from app.services import simulated_payer
 from app.services.transactions import charges, receipts
 from app.services.transactions.payments import CARD, METHODS
@@ -70,6 +73,7 @@ def page(charge_id: str) -> str:
     return render_template(
         "checkout/page.html",
         charge=charge,
+        amount_due=due.charge_amount_due(charge, sao_paulo_day(utcnow())) if payable else None,
         status=status,
         status_labels=STATUS_LABELS,
         merchant_name=db.session.get(Account, charge.account_id).name,

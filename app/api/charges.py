@@ -3,6 +3,8 @@ the public payload and QR image behind a dynamic BR Code's location (`/v1/qr/<id
 `/v1/pix/locations/<id>` for codes issued before it); the sandbox payment.
 """
 
+from datetime import date
+
 import marshmallow as ma
 from flask import Response, g
 from flask.views import MethodView
@@ -14,6 +16,7 @@ from app.api.schemas.charges import (
     ChargeCreateSchema,
     ChargeListSchema,
     ChargeQuerySchema,
+    LocationQuerySchema,
     PixChargeCreateSchema,
     SandboxPaymentSchema,
 )
@@ -98,10 +101,11 @@ class PixLocation(MethodView):
     @pix_blp.doc(security=[])
     @pix_blp.response(200)
     @pix_blp.errors(404)
-    def get(self, location_id):
+    @pix_blp.arguments(LocationQuerySchema, location="query")
+    def get(self, query, location_id):
         """The payload behind a dynamic BR Code issued before `/v1/qr/{code_id}` (no
         credentials: payers' banks read it)."""
-        return _payload_at(location_id)
+        return _payload_at(location_id, query.get("DPP"))
 
 
 @location_blp.route("/<code_id>")
@@ -109,9 +113,11 @@ class PixCodeLocation(MethodView):
     @location_blp.doc(security=[])
     @location_blp.response(200)
     @location_blp.errors(404)
-    def get(self, code_id):
-        """The payload behind a dynamic BR Code (no credentials: payers' banks read it)."""
-        return _payload_at(locations.location_id(code_id))
+    @location_blp.arguments(LocationQuerySchema, location="query")
+    def get(self, query, code_id):
+        """The payload behind a dynamic BR Code (no credentials: payers' banks read it); for
+        a charge with a due date, its amounts on the payer's intended day (`DPP`)."""
+        return _payload_at(locations.location_id(code_id), query.get("DPP"))
 
 
 @pix_blp.route("/locations/<location_id>/qr.png")
@@ -128,10 +134,11 @@ class PixQrImage(MethodView):
         return response
 
 
-def _payload_at(location_id: str | None) -> dict:
+def _payload_at(location_id: str | None, intended_day: date | None) -> dict:
     charge = _located(location_id)
     db.session.commit()
-    return location_payload(charge, db.session.get(Account, charge.account_id))
+    day = charges.payment_day(charge, intended_day)
+    return location_payload(charge, db.session.get(Account, charge.account_id), day)
 
 
 def _located(location_id: str | None):

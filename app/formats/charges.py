@@ -4,10 +4,15 @@ No internal id, provider name, fee, cost or raw provider payload can appear: onl
 `charge_fields` writes are ever read, and `ChargeSchema` dumps only the keys it declares.
 """
 
+from decimal import Decimal
+
 import marshmallow as ma
 from flask import current_app
 
+from app.business_days import sao_paulo_day
 from app.models import DISPUTED_STATUSES, Transaction, TransactionStatus
+from app.models.base import utcnow
+from app.pix import due
 
 CHARGE_ID_PREFIX = "ch_"
 
@@ -72,7 +77,44 @@ def charge_fields(transaction: Transaction) -> dict:
     }
     if transaction.expected_payer_tax_id:
         fields["expected_payer_tax_id"] = transaction.expected_payer_tax_id
+    if transaction.due_terms is not None:
+        fields["due"] = _due_fields(transaction)
     return fields
+
+
+def _due_fields(transaction: Transaction) -> dict:
+    """The terms as the merchant sent them, the last day a Pix is taken, and the amount
+    asked on the day it was paid, or today while it is not."""
+    terms = due.from_json(transaction.due_terms)
+    breakdown = due.charge_amount_due(transaction, sao_paulo_day(transaction.paid_at or utcnow()))
+    if isinstance(terms.discounts, tuple):
+        discounts = [{"until": tier.until.isoformat(), **_rule(tier)} for tier in terms.discounts]
+    else:
+        discounts = terms.discounts and _rule(terms.discounts)
+    return {
+        "date": terms.date,
+        "days_valid_after": terms.days_valid_after,
+        "fine": terms.fine and _rule(terms.fine),
+        "interest": terms.interest and _rule(terms.interest),
+        "discounts": discounts,
+        "rebate": terms.rebate and _rule(terms.rebate),
+        "original_amount": transaction.due_original_amount,
+        "last_payable_date": due.last_payable_day(terms),
+        "amount_due": {
+            "date": breakdown.day,
+            "original": breakdown.original,
+            "rebate": breakdown.rebate,
+            "discount": breakdown.discount,
+            "fine": breakdown.fine,
+            "interest": breakdown.interest,
+            "total": breakdown.total,
+        },
+    }
+
+
+def _rule(rule) -> dict:
+    value = float(rule.value) if isinstance(rule.value, Decimal) else rule.value
+    return {"type": rule.type, "value": value}
 
 
 def _pix_fields(transaction: Transaction) -> dict | None:
@@ -112,6 +154,58 @@ class SettlementSchema(ma.Schema):
     end_to_end_id = ma.fields.String(metadata={"description": "Pix end-to-end id, once paid."})
 
 
+class DueRuleSchema(ma.Schema):
+    type = ma.fields.String()
+    value = ma.fields.Raw(
+        metadata={"type": "number", "description": "Centavos, or a number of percent."}
+    )
+
+
+# A discount as the document shows it (inline: the field takes a list or an object).
+DUE_RULE_DOCUMENT = {
+    "type": "object",
+    "properties": {
+        "until": {"type": "string", "format": "date"},
+        "type": {"type": "string"},
+        "value": {"type": "number"},
+    },
+}
+
+
+class AmountDueSchema(ma.Schema):
+    date = ma.fields.Date(metadata={"description": "The São Paulo day it applies to."})
+    original = ma.fields.Integer()
+    rebate = ma.fields.Integer()
+    discount = ma.fields.Integer()
+    fine = ma.fields.Integer()
+    interest = ma.fields.Integer()
+    total = ma.fields.Integer(metadata={"description": "What a Pix made that day must carry."})
+
+
+class DueSchema(ma.Schema):
+    date = ma.fields.Date()
+    days_valid_after = ma.fields.Integer()
+    fine = ma.fields.Nested(DueRuleSchema, allow_none=True)
+    interest = ma.fields.Nested(DueRuleSchema, allow_none=True)
+    discounts = ma.fields.Raw(
+        allow_none=True,
+        metadata={
+            "description": "A list of dated tiers, or one discount per day of early payment.",
+            "oneOf": [
+                {"type": "array", "items": DUE_RULE_DOCUMENT | {"required": ["until"]}},
+                DUE_RULE_DOCUMENT,
+            ],
+        },
+    )
+    rebate = ma.fields.Nested(DueRuleSchema, allow_none=True)
+    original_amount = ma.fields.Integer()
+    last_payable_date = ma.fields.Date()
+    amount_due = ma.fields.Nested(
+        AmountDueSchema,
+        metadata={"description": "On the day it was paid; while unpaid, today."},
+    )
+
+
 class ChargeSchema(ma.Schema):
     id = ma.fields.String()
     object = ma.fields.String(metadata={"enum": ["charge"]})
@@ -126,6 +220,7 @@ class ChargeSchema(ma.Schema):
     checkout_url = ma.fields.String()
     settlement = ma.fields.Nested(SettlementSchema)
     expected_payer_tax_id = ma.fields.String()
+    due = ma.fields.Nested(DueSchema, metadata={"description": "A charge with a due date."})
     metadata = ma.fields.Dict()
     created_at = ma.fields.DateTime()
 

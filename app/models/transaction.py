@@ -7,7 +7,7 @@ never reach the public charge object, which is built from an allowlist.
 """
 
 import enum
-from datetime import datetime
+from datetime import date, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
@@ -72,6 +72,7 @@ class Transaction(db.Model):
         sa.Index("ix_transactions_listing", "account_id", "mode", "created_at", "id"),
         sa.Index("ix_transactions_payer", "account_id", "mode", "payer_document", "created_at"),
         sa.Index("ix_transactions_expiry", "status", "expires_at"),
+        sa.Index("ix_transactions_due_date", "account_id", "mode", "due_date"),
     )
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
@@ -97,6 +98,12 @@ class Transaction(db.Model):
     webhook_url: Mapped[str | None] = mapped_column(sa.String(2048))
 
     expires_in: Mapped[int | None]
+    # A Pix charge with a due date (cobv): its terms (`app.pix.due.to_json`) and the amount
+    # they apply to. `amount` starts equal to it and becomes what the payer paid, fine,
+    # interest and discounts included, so fees, refunds and totals follow the money.
+    due_date: Mapped[date | None] = mapped_column(sa.Date)
+    due_terms: Mapped[dict | None] = mapped_column(JSONType)
+    due_original_amount: Mapped[int | None] = mapped_column(sa.BigInteger)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     provider: Mapped[str | None] = mapped_column(sa.String(32))
     # The provider's reference of each method's instructions: {"PIX": txid, "BOLETO": …}.

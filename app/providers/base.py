@@ -9,6 +9,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 
+from app.pix.due import DueTerms
+
 
 class ProviderError(Exception):
     """The provider refused or failed; `code` is its own status or error code. Whether the
@@ -39,6 +41,7 @@ class PixChargeRequest:
     payer_name: str | None = None
     payer_document: str | None = None
     description: str | None = None
+    due: DueTerms | None = None  # a charge with a due date (cobv), payable for `expires_in`
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,9 @@ class PaymentProvider(ABC):
     # Whether a received Pix names its payer's document, so `expected_payer_tax_id` can be
     # checked; a charge that needs it is refused at creation where it cannot.
     reports_payer_document: bool = True
+    # Whether it issues Pix charges with a due date (cobv); a charge with one is refused at
+    # creation where it cannot.
+    issues_due_date_charges: bool = False
 
     @abstractmethod
     def supports(self, method: str, currency: str, amount: int) -> bool:

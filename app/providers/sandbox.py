@@ -81,6 +81,7 @@ ACQUIRER_STATUS = {
 class SandboxProvider(PaymentProvider):
     name = "sandbox"
     refundable_methods = frozenset({"PIX", "CREDIT_CARD"})
+    issues_due_date_charges = True
 
     def __init__(self, public_base_url: str):
         self.public_base_url = public_base_url.rstrip("/")
@@ -193,7 +194,8 @@ class SandboxProvider(PaymentProvider):
                 location=locations.location(self.public_base_url, location_id),
                 merchant_name=request.merchant_name,
                 merchant_city=request.merchant_city,
-                amount_cents=request.amount,
+                # A due date's amount changes by the day: the location's payload says it.
+                amount_cents=None if request.due else request.amount,
             )
         except brcode.BrCodeError as error:
             raise ProviderRefused(

@@ -22,6 +22,7 @@ from app.models import (
     TransactionStatus,
 )
 from app.models.base import utcnow
+from app.pix import due
 from app.pix.identifiers import new_end_to_end_id
 from app.providers.sandbox import SANDBOX_ISPB
 from app.services.disputes import cases
@@ -40,8 +41,8 @@ def simulate_payment(
     payer_document: str | object | None = EXPECTED_PAYER,
     payer_name: str | None = None,
 ) -> ReceivedPix:
-    """By default the exact amount from the expected payer; `payer_document=None` makes the
-    bank report no payer document."""
+    """By default the exact amount (a due date's terms applied to today) from the expected
+    payer; `payer_document=None` makes the bank report no payer document."""
     if charge.mode is not KeyMode.TEST:
         raise NotFound(translatable("No such charge."))
     if payer_document is EXPECTED_PAYER:
@@ -53,7 +54,7 @@ def simulate_payment(
         charge.id,
         pix_payments.IncomingPix(
             end_to_end_id=new_end_to_end_id(SANDBOX_ISPB, now),
-            amount=charge.amount if amount is None else amount,
+            amount=due.amount_payable(charge, now) if amount is None else amount,
             payer_document=payer_document,
             payer_name=payer_name or charge.customer_name or SANDBOX_PAYER_NAME,
             received_at=now,

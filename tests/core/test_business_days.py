@@ -22,6 +22,11 @@ def test_2026_movable_holidays():
     assert date(2026, 11, 20) in holidays(2026)
 
 
+def test_consciencia_negra_is_a_national_holiday_from_2024():
+    assert date(2024, 11, 20) in holidays(2024)
+    assert date(2023, 11, 20) not in holidays(2023)
+
+
 @pytest.mark.parametrize(
     ("paid_at", "days", "released_local"),
     [

@@ -7,6 +7,7 @@ the rules between fields (payer lock) and check digits.
 
 import marshmallow as ma
 
+from app.api.schemas.due import DueInputSchema
 from app.api.schemas.fields import (
     TAX_ID_RULE,
     UUID,
@@ -77,6 +78,15 @@ class ChargeCreateSchema(ma.Schema):
     metadata = ma.fields.Dict(
         keys=ma.fields.String(), load_default=dict, metadata={"description": METADATA_RULE}
     )
+    due = ma.fields.Nested(
+        DueInputSchema,
+        allow_none=True,
+        metadata={
+            "description": "A due date (Pix cobrança com vencimento): payable until the due "
+            "date, then for days_valid_after more days with fine and interest. Needs "
+            "customer.name and customer.document; expires_in does not apply."
+        },
+    )
 
     @ma.post_load
     def _to_new_charge(self, data, **kwargs) -> NewCharge:
@@ -89,6 +99,7 @@ class ChargeCreateSchema(ma.Schema):
             customer=Customer(**data["customer"]),
             expected_payer_tax_id=data.get("expected_payer_tax_id"),
             metadata=data["metadata"],
+            due=data.get("due"),
         )
 
 
@@ -120,7 +131,10 @@ class SandboxPaymentSchema(ma.Schema):
     amount = ma.fields.Integer(
         strict=True,
         validate=ma.validate.Range(min=1, max=MAX_AMOUNT),
-        metadata={"description": "Defaults to the charge amount."},
+        metadata={
+            "description": "Defaults to the amount due today: the charge amount, or what its "
+            "due date's terms ask today."
+        },
     )
     payer_document = Text(
         allow_none=True,
@@ -131,3 +145,18 @@ class SandboxPaymentSchema(ma.Schema):
         },
     )
     payer_name = Text(allow_none=True, validate=ma.validate.Length(max=140))
+
+
+class LocationQuerySchema(QueryArgsSchema):
+    """What a payer's bank may ask a location (API Pix `GET /cobv/{pixUrlAccessToken}`)."""
+
+    DPP = ma.fields.Date(
+        metadata={
+            "description": "The intended payment day, YYYY-MM-DD: a charge with a due date "
+            "answers with its amounts on that day (today when left out)."
+        }
+    )
+    codMun = ma.fields.String(
+        validate=Pattern(r"^[0-9]{7}$", error="codMun is an IBGE municipality code (7 digits)."),
+        metadata={"description": "The payer's municipality; national holidays apply to all."},
+    )

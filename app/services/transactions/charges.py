@@ -5,11 +5,13 @@ functions; expiry is `charge_expiry`. A charge is a `Transaction` read through t
 """
 
 import json
+import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 import sqlalchemy as sa
 
+from app.business_days import sao_paulo_day
 from app.errors import Conflict, InvalidRequest, ServiceUnavailable, Unprocessable
 from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
@@ -17,7 +19,9 @@ from app.formats.money import Amount
 from app.marks import translatable
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import new_id, utcnow
+from app.pix import due
 from app.pix.brcode import MAX_AMOUNT_LENGTH
+from app.pix.due import DueTerms
 from app.providers import provider_for
 from app.providers.base import (
     PaymentProvider,
@@ -62,6 +66,7 @@ class NewCharge:
     customer: Customer = field(default_factory=Customer)
     expected_payer_tax_id: str | None = None
     metadata: dict = field(default_factory=dict)
+    due: DueTerms | None = None
 
 
 @dataclass(frozen=True)
@@ -93,13 +98,16 @@ def create_charge(
     (422), the velocity guard trips (403) or the provider's answer is lost (503: retry with
     the same idempotency key).
     """
-    fields = _validated(new)
+    now = utcnow()
+    fields = _validated(new, now)
     provider = provider_for(mode)
     _require_payer_check(provider, fields["expected_payer_tax_id"])
+    _require_due_dates(provider, new.due)
     account = db.session.get(Account, account_id)
-    now = utcnow()
     fraud.check_velocity(account_id, mode, fields["payer_document"], now)
-    expires_in = fields.pop("expires_in") or account.charge_expires_in
+    expires_in = (
+        fields.pop("expires_in") or _due_expires_in(new.due, now) or account.charge_expires_in
+    )
     charge = Transaction(
         id=new_id(),  # given up front: the provider needs it, and the row is inserted once
         account_id=account_id,
@@ -153,6 +161,23 @@ def _require_payer_check(provider: PaymentProvider, payer_lock: str | None) -> N
         )
 
 
+def _require_due_dates(provider: PaymentProvider, terms: DueTerms | None) -> None:
+    if terms is not None and not provider.issues_due_date_charges:
+        raise Unprocessable(
+            "Charges with a due date cannot be issued in this mode yet: the Pix provider "
+            "adapter does not create them. Create an immediate charge.",
+            code="unprocessable_entity",
+            param="due",
+        )
+
+
+def _due_expires_in(terms: DueTerms | None, now: datetime) -> int | None:
+    """A charge with a due date is payable until its last payable day ends in São Paulo."""
+    if terms is None:
+        return None
+    return math.ceil((due.payable_until(terms) - now).total_seconds())
+
+
 def pix_request(transaction: Transaction, account: Account) -> PixChargeRequest:
     """What the provider needs to issue the transaction's Pix code."""
     return PixChargeRequest(
@@ -164,6 +189,7 @@ def pix_request(transaction: Transaction, account: Account) -> PixChargeRequest:
         payer_name=transaction.customer_name,
         payer_document=transaction.payer_document,
         description=transaction.metadata_.get("description"),
+        due=due.from_json(transaction.due_terms) if transaction.due_terms else None,
     )
 
 
@@ -180,6 +206,25 @@ def get_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:
     """A charge by `ch_` id or raw id, in the caller's account and mode; expired on read."""
     charge = lifecycle.find(account_id, mode, raw_id(charge_id))
     return charge_expiry.expire_if_due(charge)
+
+
+def payment_day(charge: Transaction, intended: date | None) -> date:
+    """The São Paulo day a payer's bank asks a charge's amount for (the standard's `DPP`),
+    today when it does not say: 400 for a past day, or one after a due date's last payable
+    day (an immediate charge's amount is the same on any day)."""
+    today = sao_paulo_day(utcnow())
+    if intended is None:
+        return today
+    if intended < today:
+        raise InvalidRequest("DPP is a day from today on.", param="DPP")
+    if charge.due_terms is not None:
+        last = due.last_payable_day(due.from_json(charge.due_terms))
+        if intended > last:
+            raise InvalidRequest(
+                f"DPP is after the last day this charge can be paid ({last.isoformat()}).",
+                param="DPP",
+            )
+    return intended
 
 
 def find_by_location(location_id: str) -> Transaction | None:
@@ -258,7 +303,7 @@ def _payer_filter(customer_id: str) -> str:
     return customers.tax_id(customer_id, "customer_id")
 
 
-def _validated(new: NewCharge) -> dict:
+def _validated(new: NewCharge, now: datetime) -> dict:
     """The columns of a new charge, or 400 naming the first field that breaks a rule."""
     if new.payment_method.lower() != "pix":
         raise InvalidRequest("Charges accept only payment_method pix.", param="payment_method")
@@ -295,10 +340,13 @@ def _validated(new: NewCharge) -> dict:
                 "expected_payer_tax_id must equal customer.document when both are sent.",
                 param="expected_payer_tax_id",
             )
+    if new.due is not None:
+        _check_due(new, document, now)
     return {
         "amount": new.amount,
         "currency": PIX_CURRENCY,
         "expires_in": _expires_in(new.expires_in),
+        **_due_columns(new),
         "customer_name": (customer.name or "").strip() or None,
         "customer_document": document,
         "customer_email": customers.email(customer.email, "customer.email"),
@@ -306,6 +354,39 @@ def _validated(new: NewCharge) -> dict:
         "expected_payer_tax_id": lock,
         "payer_document": lock or document,
         "metadata_": clean_metadata(new.metadata, new.description),
+    }
+
+
+def _check_due(new: NewCharge, document: str | None, now: datetime) -> None:
+    """The standard asks a charge with a due date for its payer's name and document, and
+    every rule between the terms' values holds (`due.problems`)."""
+    if new.expires_in is not None:
+        raise InvalidRequest(
+            "expires_in does not apply to a charge with a due date: it is payable until "
+            "due.days_valid_after days after due.date.",
+            param="expires_in",
+        )
+    if not (new.customer.name or "").strip():
+        raise InvalidRequest(
+            "customer.name is required for a charge with a due date.", param="customer.name"
+        )
+    if document is None:
+        raise InvalidRequest(
+            "customer.document is required for a charge with a due date.",
+            param="customer.document",
+        )
+    problems = due.problems(new.amount, new.due, sao_paulo_day(now))
+    if problems:
+        raise InvalidRequest(problems[0].message, param=problems[0].param)
+
+
+def _due_columns(new: NewCharge) -> dict:
+    if new.due is None:
+        return {}
+    return {
+        "due_date": new.due.date,
+        "due_terms": due.to_json(new.due),
+        "due_original_amount": new.amount,
     }
 
 

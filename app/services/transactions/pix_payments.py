@@ -5,7 +5,8 @@ button today, a live PSP's webhook later). It is idempotent by end-to-end id and
 
 - exact amount, payer check passing or no payer lock → `paid`, wallet credited (fees) in
   its pending balance, released to available on the settlement schedule;
-- a different amount → refused (Pix is exact-amount); the charge stays pending. In test
+- a different amount → refused (Pix is exact-amount: for a charge with a due date, the
+  amount its terms ask on the Pix's São Paulo day); the charge stays pending. In test
   mode the simulated bank refuses it; in live mode the money has reached the PSP, so it is
   returned automatically;
 - payer lock set and a different payer document → `refunded`, returned automatically;
@@ -44,6 +45,7 @@ from app.models import (
     TransactionStatus,
 )
 from app.models.base import utcnow
+from app.pix import due
 from app.pix.documents import strip_formatting, tax_id_kind
 from app.providers import provider_named
 from app.providers.api_pix.mapping import refund_reference
@@ -213,7 +215,7 @@ def _outcome(charge: Transaction, pix: IncomingPix) -> ReceivedPixOutcome:
         return Outcome.RETURNED_NOT_PAYABLE
     if charge.pix_expires_at is not None and pix.received_at >= charge.pix_expires_at:
         return Outcome.RETURNED_AFTER_EXPIRY  # its Pix code lapsed; other methods still open
-    if pix.amount != charge.amount:
+    if pix.amount != due.amount_payable(charge, pix.received_at):
         return Outcome.REFUSED_AMOUNT
     if charge.expected_payer_tax_id is None:
         return Outcome.CREDITED
@@ -245,6 +247,8 @@ def _proven_payer(document: str | None) -> str | None:
 
 def _credit(charge: Transaction, received: ReceivedPix) -> None:
     charge.end_to_end_id = received.end_to_end_id
+    if charge.due_terms is not None:
+        charge.amount = received.amount  # its terms' amount on the day it was paid
     settlement.credit(
         charge,
         method="PIX",
