@@ -51,9 +51,9 @@ def money(amount: int | None, currency: str = "BRL") -> str:
     return "" if amount is None else localized_money(amount, currency, str(get_locale()))
 
 
-def percent(rate: float) -> str:
+def percent(rate: float, decimals: int = 1) -> str:
     """0.6667 → 66,7% in pt_BR, 66.7% in en."""
-    return format_percent(rate, str(get_locale()))
+    return format_percent(rate, str(get_locale()), decimals)
 
 
 def day_first(text: str) -> str:

@@ -23,7 +23,7 @@ from app.dashboard.session import current_membership, member_required
 from app.dashboard.submit_once import new_form_key, show_error, submit_once
 from app.errors import ApiError
 from app.extensions import db
-from app.formats.charges import PUBLIC_STATUS, checkout_url
+from app.formats.charges import PUBLIC_STATUS, checkout_url, due_fields
 from app.formats.labels import REFUND_STATUS_LABELS, TRANSACTION_STATUS_LABELS
 from app.formats.payments import METHOD_LABELS, payment_fields, transaction_id
 from app.methods import boleto
@@ -172,6 +172,7 @@ def _detail_page(
         and payment.origin is Origin.PAYMENTS
         and payment.finalised_at is None,
         checkout_url=checkout_url(payment),
+        due=due_fields(payment) if payment.due_terms is not None else None,
         boleto_line=boleto.formatted_line(payment.boleto_line) if payment.boleto_line else None,
         description=metadata.get("description"),
         failure_reason=_failure_reason(metadata),

@@ -10,15 +10,17 @@ and the forms obey the API's rules.
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import date, timedelta
 
 from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 
+from app.business_days import sao_paulo_day
 from app.dashboard import bp
 from app.dashboard.charts import VolumeChart
 from app.dashboard.exports import EXPORT_CHUNK, Money, csv_response, spreadsheet_cell
+from app.dashboard.forms.fields import to_minor_units, to_percent
 from app.dashboard.forms.payments import TestChargeForm, TestPaymentForm
 from app.dashboard.params import (
     MODES,
@@ -42,9 +44,11 @@ from app.extensions import db
 from app.formats.charges import CHARGE_ID_PREFIX, PUBLIC_STATUS
 from app.formats.labels import TRANSACTION_STATUS_LABELS
 from app.formats.payments import METHOD_LABELS, transaction_id
-from app.models import KeyMode, TransactionStatus
+from app.marks import translatable
+from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.models.constants import PAYMENT_CURRENCY_CODE
+from app.pix import due
 from app.services.transactions import charges, payment_listing, payment_stats, payments
 from app.services.transactions.charges import Customer, NewCharge
 from app.services.transactions.payment_listing import (
@@ -72,6 +76,10 @@ CSV_COLUMNS = (
     "customer_email",
     "description",
     "paid_at",
+    "due_date",
+    "due_last_payable_date",
+    "due_original_amount",
+    "due_amount_today",
 )
 DEFAULT_STATS_DAYS = 7
 STATS_DAY_CHOICES = (7, 30, 90, 365)
@@ -91,7 +99,23 @@ CHARGE_FIELD_FOR_PARAM = {
     "customer.name": "customer_name",
     "customer.document": "customer_document",
     "expected_payer_tax_id": "expected_payer_tax_id",
+    "due.date": "due_date",
+    "due.days_valid_after": "days_valid_after",
+    **{
+        f"due.{rule}.{part}": f"{field}_{part}"
+        for rule, field in (("fine", "fine"), ("interest", "interest"), ("rebate", "rebate"))
+        for part in ("type", "value")
+    },
+    # the form has one discount: a daily one (`due.discounts`) or one dated tier
+    "due.discounts": "discount_type",
+    "due.discounts.type": "discount_type",
+    "due.discounts.value": "discount_value",
+    "due.discounts[0].type": "discount_type",
+    "due.discounts[0].value": "discount_value",
+    "due.discounts[0].until": "discount_until",
 }
+# The form's values typed in reais; the other types take a percentage.
+REAIS_TYPES = frozenset({"fixed", "fixed_day"})
 
 
 @dataclass(frozen=True)
@@ -106,13 +130,16 @@ class PaymentFilters(QueryFilters):
     method: str | None = None
     startDate: str | None = None  # noqa: N815 (the API's query names)
     endDate: str | None = None  # noqa: N815
+    dueFrom: str | None = None  # noqa: N815 (charges with a due date, São Paulo days)
+    dueUntil: str | None = None  # noqa: N815
     q: str | None = None
     limit: int = DEFAULT_PAGE_LIMIT
     page: int = 1
 
     @property
     def filtered(self) -> bool:
-        return bool(self.status or self.method or self.startDate or self.endDate or self.q)
+        days = (self.startDate, self.endDate, self.dueFrom, self.dueUntil)
+        return bool(self.status or self.method or any(days) or self.q)
 
     def query(self, **changes) -> PaymentQuery:
         """The service's query for these filters (newest first), with `changes` applied."""
@@ -125,6 +152,8 @@ class PaymentFilters(QueryFilters):
             start=start,
             end=stop - timedelta(microseconds=1) if stop else None,  # the list's end is included
             search=self.q,
+            due_from=date.fromisoformat(self.dueFrom) if self.dueFrom else None,
+            due_until=date.fromisoformat(self.dueUntil) if self.dueUntil else None,
         )
         return replace(query, **changes)
 
@@ -134,8 +163,9 @@ class PaymentFilters(QueryFilters):
 def payments_page() -> ResponseReturnValue:
     """One page of the mode's transactions, newest first; test mode offers the test forms.
     Days that cannot filter are shown back beside their fields, the list unfiltered by day."""
-    days = day_range_arg("startDate", "endDate")
-    return _list_page(_filters(days), days=days, status=400 if days.problems else 200)
+    days, due_days = day_range_arg("startDate", "endDate"), day_range_arg("dueFrom", "dueUntil")
+    status = 400 if days.problems or due_days.problems else 200
+    return _list_page(_filters(days, due_days), days=days, due_days=due_days, status=status)
 
 
 @bp.post("/payments")
@@ -199,7 +229,10 @@ def payments_csv() -> ResponseReturnValue:
     """The filtered list, every page of it, streamed as it is read (amounts in minor units,
     times in UTC). Rows created after the export started are left out, so the pages it reads
     one after the other never shift under it."""
-    filters = _filters(DayRange(*date_range_args("startDate", "endDate")))
+    filters = _filters(
+        DayRange(*date_range_args("startDate", "endDate")),
+        DayRange(*date_range_args("dueFrom", "dueUntil")),
+    )
     rows = payment_listing.payment_rows(
         g.account_id, MODES[filters.mode], filters.query(), EXPORT_CHUNK
     )
@@ -237,6 +270,7 @@ def _list_page(
     filters: PaymentFilters,
     *,
     days: DayRange | None = None,
+    due_days: DayRange | None = None,
     payment_form: TestPaymentForm | None = None,
     charge_form: TestChargeForm | None = None,
     status: int = 200,
@@ -258,6 +292,8 @@ def _list_page(
         shown_id=transaction_id,
         csv_args=filters.args(page=1, limit=DEFAULT_PAGE_LIMIT),  # the export is every page
         days=days or DayRange(),
+        due_days=due_days or DayRange(),
+        amount_due_today=_amount_due_today,
         payment_form=(payment_form or _blank_payment_form()) if test_mode else None,
         charge_form=(charge_form or _blank_charge_form()) if test_mode else None,
     )
@@ -283,16 +319,36 @@ def _csv_values(listed: ListedPayment) -> tuple:
         spreadsheet_cell(payment.customer_email or ""),
         spreadsheet_cell(str(payment.metadata_.get("description") or "")),
         payment.paid_at,
+        *_due_values(listed),
     )
 
 
-def _filters(days: DayRange) -> PaymentFilters:
+def _due_values(listed: ListedPayment) -> tuple:
+    """A charge with a due date: the date, the last day it takes a Pix, the amount the terms
+    apply to, and what it asks today while it can be paid (not once the list shows it
+    expired); blanks for any other payment."""
+    payment = listed.payment
+    if payment.due_terms is None:
+        return ("", "", "", "")
+    terms = due.from_json(payment.due_terms)
+    shown_as_stored = listed.status == payment.status
+    return (
+        terms.date.isoformat(),
+        due.last_payable_day(terms).isoformat(),
+        Money(payment.due_original_amount, payment.currency),
+        Money(_amount_due_today(payment) if shown_as_stored else None, payment.currency),
+    )
+
+
+def _filters(days: DayRange, due_days: DayRange) -> PaymentFilters:
     return PaymentFilters(
         mode=mode_arg(),
         status=choice_arg("status", STATUSES),
         method=choice_arg("method", payments.METHODS),
         startDate=days.first,
         endDate=days.last,
+        dueFrom=due_days.first,
+        dueUntil=due_days.last,
         q=search_arg(),
         limit=limit_arg(),
         page=page_arg(),
@@ -329,7 +385,66 @@ def _new_charge(form: TestChargeForm) -> NewCharge:
             name=form.customer_name.data or None, document=form.customer_document.data or None
         ),
         expected_payer_tax_id=form.expected_payer_tax_id.data or None,
+        due=_due_terms(form),
     )
+
+
+def _due_terms(form: TestChargeForm) -> due.DueTerms | None:
+    """The form's due date and its options as the service's terms; none without a date.
+    A value is read in reais or as a percentage, as the type chosen beside it says."""
+    chosen = [form.fine_type, form.interest_type, form.discount_type, form.rebate_type]
+    if form.due_date.data is None:
+        if any(field.data for field in chosen):
+            raise InvalidRequest(
+                translatable("Enter the due date that the fine, interest or discount refer to."),
+                param="due.date",
+            )
+        return None
+    discount_type = form.discount_type.data
+    discount = _rule(form.discount_type, form.discount_value, "due.discounts.value")
+    if discount_type in due.DATED_DISCOUNT_TYPES:
+        until = form.discount_until.data
+        if until is None:
+            raise InvalidRequest(
+                translatable("Enter the last day the discount applies."),
+                param="due.discounts[0].until",
+            )
+        discount = (due.DatedDiscount(until, discount.type, discount.value),)
+    elif discount is not None:
+        discount = due.DailyDiscount(discount.type, discount.value)
+    return due.DueTerms(
+        date=form.due_date.data,
+        days_valid_after=form.days_valid_after.data or 0,
+        fine=_rule(form.fine_type, form.fine_value, "due.fine.value"),
+        interest=_interest(form),
+        discounts=discount,
+        rebate=_rule(form.rebate_type, form.rebate_value, "due.rebate.value"),
+    )
+
+
+def _interest(form: TestChargeForm) -> due.Interest | None:
+    rule = _rule(form.interest_type, form.interest_value, "due.interest.value")
+    return None if rule is None else due.Interest(rule.type, rule.value)
+
+
+def _rule(type_field, value_field, param: str) -> due.FixedOrPercent | None:
+    """One option of the form: its type, and its value in reais (centavos) or percent."""
+    if not type_field.data:
+        return None
+    text = value_field.data or ""
+    try:
+        value = to_minor_units(text) if type_field.data in REAIS_TYPES else to_percent(text)
+    except ValueError as problem:
+        raise InvalidRequest(str(problem), param=param) from None
+    return due.FixedOrPercent(type_field.data, value)
+
+
+def _amount_due_today(payment: Transaction) -> int | None:
+    """What a charge with a due date asks today while it can be paid; None otherwise."""
+    if not charges.payability(payment).allowed:
+        return None
+    breakdown = due.charge_amount_due(payment, sao_paulo_day(utcnow()))
+    return None if breakdown is None else breakdown.total
 
 
 def _blank_payment_form() -> TestPaymentForm:

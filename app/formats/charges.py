@@ -78,11 +78,11 @@ def charge_fields(transaction: Transaction) -> dict:
     if transaction.expected_payer_tax_id:
         fields["expected_payer_tax_id"] = transaction.expected_payer_tax_id
     if transaction.due_terms is not None:
-        fields["due"] = _due_fields(transaction)
+        fields["due"] = due_fields(transaction)
     return fields
 
 
-def _due_fields(transaction: Transaction) -> dict:
+def due_fields(transaction: Transaction) -> dict:
     """The terms as the merchant sent them, the last day a Pix is taken, and the amount
     asked on the day it was paid, or today while it is not."""
     terms = due.from_json(transaction.due_terms)

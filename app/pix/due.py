@@ -20,12 +20,13 @@ Why the rules are what they are (API Pix 2.9.0, `CobVValor` and `CobDataDeVencim
 """
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
 from typing import TYPE_CHECKING, TypeVar
 
 from app.business_days import SAO_PAULO, is_business_day, sao_paulo_day
+from app.marks import translatable
 
 if TYPE_CHECKING:
     from app.models import Transaction
@@ -109,8 +110,12 @@ class AmountDue:
 
 @dataclass(frozen=True)
 class DueProblem:
+    """A broken rule: the field it names, and a marked message (`app.marks`) with its values,
+    so the API says it in English and the dashboard in the reader's language."""
+
     param: str
     message: str
+    values: dict = field(default_factory=dict)
 
 
 def effective_due_date(terms: DueTerms) -> date:
@@ -171,10 +176,10 @@ def amount_payable(charge: "Transaction", at: datetime) -> int:
 def problems(original: int, terms: DueTerms, today: date) -> list[DueProblem]:
     """What stops these terms from being issued today (a São Paulo date) for `original`
     centavos: the first broken rule of each field, in field order; [] when none is."""
-    found: dict[str, str] = {}
-    for param, message in _violations(original, terms, today):
-        found.setdefault(param, message)
-    return [DueProblem(param, message) for param, message in found.items()]
+    found: dict[str, DueProblem] = {}
+    for problem in _violations(original, terms, today):
+        found.setdefault(problem.param, problem)
+    return list(found.values())
 
 
 def to_json(terms: DueTerms) -> dict:
@@ -245,93 +250,113 @@ def _amount(
         return int(share.quantize(_CENTAVO, rounding=ROUND_HALF_UP))
 
 
-def _violations(original: int, terms: DueTerms, today: date) -> Iterator[tuple[str, str]]:
+def _violations(original: int, terms: DueTerms, today: date) -> Iterator[DueProblem]:
     if terms.date < today:
-        yield "due.date", "The due date must not be before today."
+        yield DueProblem("due.date", translatable("The due date must not be before today."))
     days = terms.days_valid_after
     if isinstance(days, bool) or not isinstance(days, int) or not 0 <= days <= MAX_DAYS_VALID_AFTER:
-        yield (
+        yield DueProblem(
             "due.days_valid_after",
-            "The days valid after the due date must be a whole number from 0 to "
-            f"{MAX_DAYS_VALID_AFTER}.",
+            translatable("The days valid after the due date are a whole number from 0 to %(max)s."),
+            {"max": MAX_DAYS_VALID_AFTER},
         )
-    if terms.fine and (problem := _shape_problem("due.fine", "fine", terms.fine, FINE_TYPES)):
+    if terms.fine and (problem := _shape_problem("due.fine", terms.fine, FINE_TYPES)):
         yield problem
     if terms.interest and (
-        problem := _shape_problem("due.interest", "interest", terms.interest, INTEREST_TYPES)
+        problem := _shape_problem("due.interest", terms.interest, INTEREST_TYPES)
     ):
         yield problem
     discounts = terms.discounts
     dated = () if discounts is None or isinstance(discounts, DailyDiscount) else discounts
     if isinstance(discounts, DailyDiscount):
-        daily = "due.discounts", "daily discount", discounts, DAILY_DISCOUNT_TYPES
-        if problem := _capped_problem(original, *daily):
+        if problem := _capped_problem(original, "due.discounts", discounts, DAILY_DISCOUNT_TYPES):
             yield problem
     elif discounts is not None and not 1 <= len(dated) <= MAX_DATED_DISCOUNTS:
-        yield "due.discounts", f"A list of discounts must have 1 to {MAX_DATED_DISCOUNTS} entries."
+        yield DueProblem(
+            "due.discounts",
+            translatable("Send 1 to %(max)s dated discounts."),
+            {"max": MAX_DATED_DISCOUNTS},
+        )
     largest_discount = 0
     for index, discount in enumerate(dated):
         path = f"due.discounts[{index}]"
         if discount.until > terms.date:
-            yield f"{path}.until", "A discount's until date must not be after the due date."
+            yield DueProblem(
+                f"{path}.until", translatable("A discount's date must not be after the due date.")
+            )
         elif discount.until < today:
-            yield f"{path}.until", "A discount's until date must not be before today."
+            yield DueProblem(
+                f"{path}.until", translatable("A discount's date must not be before today.")
+            )
         elif discount.until in {earlier.until for earlier in dated[:index]}:
-            yield f"{path}.until", "Two discounts must not have the same until date."
-        if problem := _capped_problem(original, path, "discount", discount, DATED_DISCOUNT_TYPES):
+            yield DueProblem(
+                f"{path}.until", translatable("Two discounts must not have the same date.")
+            )
+        if problem := _capped_problem(original, path, discount, DATED_DISCOUNT_TYPES):
             yield problem
         else:
             largest_discount = max(largest_discount, _amount(original, discount))
     if terms.rebate:
-        problem = _capped_problem(original, "due.rebate", "rebate", terms.rebate, REBATE_TYPES)
+        problem = _capped_problem(original, "due.rebate", terms.rebate, REBATE_TYPES)
         if problem:
             yield problem
         elif _amount(original, terms.rebate) + largest_discount >= original:
-            yield (
+            yield DueProblem(
                 "due.rebate.value",
-                "The rebate and the largest discount together must leave at least 1 centavo.",
+                translatable(
+                    "The rebate and the largest discount together must leave at least 1 "
+                    "centavo to pay."
+                ),
             )
 
 
 def _capped_problem(
     original: int,
     path: str,
-    label: str,
     term: FixedOrPercent | DatedDiscount | DailyDiscount,
     types: tuple[str, ...],
-) -> tuple[str, str] | None:
+) -> DueProblem | None:
     """The standard refuses a rebate or discount worth the whole original amount."""
-    problem = _shape_problem(path, label, term, types)
+    problem = _shape_problem(path, term, types)
     if not problem and _amount(original, term) >= original:
-        problem = f"{path}.value", f"The {label} must come to less than the original amount."
+        problem = DueProblem(
+            f"{path}.value", translatable("This must come to less than the original amount.")
+        )
     return problem
 
 
 def _shape_problem(
     path: str,
-    label: str,
     term: FixedOrPercent | Interest | DatedDiscount | DailyDiscount,
     types: tuple[str, ...],
-) -> tuple[str, str] | None:
+) -> DueProblem | None:
     """A known type, then a value fit for it: centavos, or a percentage with 2 places at most,
-    above 0 and below 100."""
+    above 0 and below 100. The field named says whose rule it is."""
     if term.type not in types:
-        return f"{path}.type", f"The {label} type must be one of: {', '.join(types)}."
+        return DueProblem(
+            f"{path}.type",
+            translatable("The type is one of: %(types)s."),
+            {"types": ", ".join(types)},
+        )
     value = term.value
     if isinstance(value, bool) or not isinstance(value, int | Decimal):
-        return f"{path}.value", f"The {label} value must be a number."
+        return DueProblem(f"{path}.value", translatable("The value is a number."))
     if term.type in _FIXED_TYPES:
         if not isinstance(value, int) or value < 1:
-            return (
+            return DueProblem(
                 f"{path}.value",
-                f"The fixed {label} must be a whole number of centavos, 1 or more.",
+                translatable("A fixed value is a whole number of centavos, 1 or more."),
             )
         return None
     percent = Decimal(value)
     if not (percent.is_finite() and 0 < percent < MAX_PERCENT):
-        return f"{path}.value", f"The {label} percentage must be more than 0 and less than 100."
+        return DueProblem(
+            f"{path}.value", translatable("A percentage is more than 0 and less than 100.")
+        )
     if percent != percent.quantize(_HUNDREDTH):
-        return f"{path}.value", f"The {label} percentage must have at most 2 decimal places."
+        return DueProblem(
+            f"{path}.value", translatable("A percentage has at most 2 decimal places.")
+        )
     return None
 
 

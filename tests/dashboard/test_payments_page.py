@@ -42,6 +42,10 @@ CSV_HEADER = [
     "customer_email",
     "description",
     "paid_at",
+    "due_date",
+    "due_last_payable_date",
+    "due_original_amount",
+    "due_amount_today",
 ]
 METHOD_BODIES = {
     "PIX": {"currency": "BRL"},

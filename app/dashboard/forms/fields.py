@@ -3,6 +3,7 @@ minor units (payments, payouts, disputes), the longest Pix key (refunds, payouts
 WTForms' own refusals as msgids of the app's catalog (so they are translated with the rest)."""
 
 import re
+from decimal import Decimal
 
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext as _l
@@ -25,6 +26,7 @@ ASCII_DIGITS = "0123456789"
 REAIS, CENTAVOS = _l("reais"), _l("centavos")
 PAYMENT_CURRENCY, CENTS = _l("the payment's currency"), _l("cents")
 MINUS_SIGNS = "-\u2212\u2012\u2013"  # hyphen-minus, minus, figure dash, en dash
+PERCENT = re.compile(r"([0-9]{1,3})(?:[.,]([0-9]{1,2}))?\s*%?")  # "2", "2,5", "2.50 %"
 # WTForms' wording, for the validators' `message`.
 REQUIRED = _l("This field is required.")
 TOO_LONG = _l("Field cannot be longer than %(max)d characters.")
@@ -148,6 +150,16 @@ def to_minor_units(
     if minor <= 0:
         raise ValueError(_("Enter an amount greater than zero."))
     return minor
+
+
+def to_percent(text: str) -> int | Decimal:
+    """A percentage as a Brazilian types it ("2,5", "2,50 %", "2.5") → its number of percent,
+    exact; the rules on its size are the service's (`app.pix.due`)."""
+    match = PERCENT.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(_("Enter a percentage with at most two decimal places, like 2,5."))
+    whole, decimals = match.groups()
+    return Decimal(f"{whole}.{decimals}") if decimals and int(decimals) else int(whole)
 
 
 class ReaisField(StringField):

@@ -5,6 +5,7 @@ from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import (
     BooleanField,
+    DateField,
     EmailField,
     HiddenField,
     IntegerField,
@@ -32,6 +33,39 @@ from app.services.transactions.payments import DEFAULT_CURRENCY, MAX_CUSTOMER_NA
 from app.services.transactions.refunds import MAX_REASON as MAX_REFUND_REASON
 
 # WTForms' own messages for these validators, as msgids of the dashboard's catalog.
+
+NO_RULE = SelectChoice("", _l("None"))
+# A due date's options, by the API's type names (`app.pix.due`), in words.
+FIXED_OR_PERCENT_CHOICES = [
+    NO_RULE,
+    SelectChoice("fixed", _l("An amount in reais")),
+    SelectChoice("percent", _l("A percentage of the amount")),
+]
+INTEREST_CHOICES = [
+    NO_RULE,
+    SelectChoice("fixed_day", _l("Reais per day late")),
+    SelectChoice("percent_day", _l("Percent per day")),
+    SelectChoice("percent_month", _l("Percent per month")),
+    SelectChoice("percent_year", _l("Percent per year")),
+]
+DISCOUNT_CHOICES = [
+    NO_RULE,
+    SelectChoice("fixed", _l("Reais off until a date")),
+    SelectChoice("percent", _l("Percent off until a date")),
+    SelectChoice("fixed_day", _l("Reais off per day paid early")),
+    SelectChoice("percent_day", _l("Percent off per day paid early")),
+]
+
+
+def _rule_type(label: str, choices: list[SelectChoice], name: str) -> SelectField:
+    return SelectField(label, choices=choices, default="", id=f"charge-{name}")
+
+
+def _rule_value(label: str, name: str) -> StringField:
+    """Reais or a percentage, as the type beside it says: read with it (`_due_terms`)."""
+    return StringField(
+        label, validators=[Optional(), Length(max=20, message=TOO_LONG)], id=f"charge-{name}"
+    )
 
 
 class TestChargeForm(FlaskForm):
@@ -67,6 +101,23 @@ class TestChargeForm(FlaskForm):
         validators=[Optional(), Length(max=32, message=TOO_LONG)],
         id="charge-expected_payer_tax_id",
     )
+    due_date = DateField(_l("Due date"), validators=[Optional()], id="charge-due_date")
+    days_valid_after = IntegerField(
+        _l("Days payable after the due date"),
+        validators=[Optional()],
+        id="charge-days_valid_after",
+    )
+    fine_type = _rule_type(_l("Late fine"), FIXED_OR_PERCENT_CHOICES, "fine_type")
+    fine_value = _rule_value(_l("Fine value"), "fine_value")
+    interest_type = _rule_type(_l("Interest"), INTEREST_CHOICES, "interest_type")
+    interest_value = _rule_value(_l("Interest value"), "interest_value")
+    discount_type = _rule_type(_l("Discount for paying early"), DISCOUNT_CHOICES, "discount_type")
+    discount_value = _rule_value(_l("Discount value"), "discount_value")
+    discount_until = DateField(
+        _l("Discount until"), validators=[Optional()], id="charge-discount_until"
+    )
+    rebate_type = _rule_type(_l("Rebate"), FIXED_OR_PERCENT_CHOICES, "rebate_type")
+    rebate_value = _rule_value(_l("Rebate value"), "rebate_value")
     idempotency_key = HiddenField(
         validators=[
             DataRequired(REQUIRED),

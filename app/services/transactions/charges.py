@@ -377,7 +377,8 @@ def _check_due(new: NewCharge, document: str | None, now: datetime) -> None:
         )
     problems = due.problems(new.amount, new.due, sao_paulo_day(now))
     if problems:
-        raise InvalidRequest(problems[0].message, param=problems[0].param)
+        first = problems[0]
+        raise InvalidRequest(first.message, values=first.values, param=first.param)
 
 
 def _due_columns(new: NewCharge) -> dict:

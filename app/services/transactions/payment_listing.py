@@ -1,13 +1,13 @@
 """Listing payments: one page of `GET /v1/payments` or the dashboard's list, and every row of
-a CSV export. Filters by status (as a reader sees it), offered method, creation time and the
-dashboard's search box (`services.search`); sorts by any top-level field of the payment
-object, empty values last.
+a CSV export. Filters by status (as a reader sees it), offered method, creation time, due
+date (charges that have one) and the dashboard's search box (`services.search`); sorts by
+any top-level field of the payment object, empty values last.
 """
 
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import date, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
@@ -72,6 +72,8 @@ class PaymentQuery:
     sort_by: str = "createdAt"
     descending: bool = True
     search: str | None = None  # the dashboard's search box (`services.search`)
+    due_from: date | None = None  # charges with a due date on these days, both inclusive
+    due_until: date | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,10 @@ def _listing(account_id: str, mode: KeyMode, query: PaymentQuery, now: datetime)
         conditions.append(Transaction.created_at <= query.end)
     if query.search is not None:
         conditions.append(search.matching(query.search, TRANSACTION_SEARCH_TEXT))
+    if query.due_from is not None:
+        conditions.append(Transaction.due_date >= query.due_from)
+    if query.due_until is not None:
+        conditions.append(Transaction.due_date <= query.due_until)
     key = _shown_status(now) if query.sort_by == "status" else SORTABLE[query.sort_by]
     order = [key.desc(), Transaction.id.desc()] if query.descending else [key.asc(), Transaction.id]
     return sa.select(Transaction).where(*conditions).order_by(_nulls_last(order[0], key), order[1])
