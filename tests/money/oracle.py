@@ -9,6 +9,8 @@ holds (`tests/support/money_rows.py`).
 The rules, as the oracle applies them:
 
 - a payment of A with fees F credits pending with A - F and schedules one tranche of A - F;
+  a charge with a due date is a payment of what its terms ask on the day it is paid
+  (`due_charge_amount`), and everything after (refunds, holds) counts from that amount;
   a release moves each due tranche's remaining amount from pending to available;
 - a refund of r is allowed while the payment is settled (PAID/APPROVED) and not disputed, for
   r <= A - (its refunds that are not FAILED). It is never refused for lack of money: funded at
@@ -40,6 +42,7 @@ approved payouts not yet final).
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from fractions import Fraction
 
 # The sandbox's failing amount (503,00), restated from its documentation: refunds of it fail
 # on the first poll and payouts of it are rejected.
@@ -70,6 +73,31 @@ CASE_NOT_OPEN = "med_case_not_open"
 INSUFFICIENT_FUNDS = "insufficient_funds"
 NOT_PENDING = "withdrawal_not_pending"
 NOT_CANCELLABLE = "withdrawal_not_cancellable"
+
+
+# The terms of the machines' charges with a due date, restated as numbers: a fine of 2 % of
+# the original once late, interest of 1 % a month (30 days) per calendar day late, 50
+# centavos off per day paid early. The machine's due date is a business day in a month
+# without national holidays, so no day moves.
+DUE_FINE_PERCENT = 2
+DUE_INTEREST_PERCENT_A_MONTH = 1
+DUE_DISCOUNT_A_DAY = 50
+
+
+def due_charge_amount(original: int, days_after_due: int) -> int:
+    """What a Pix must carry `days_after_due` days after the due date (negative: early),
+    each percentage part rounded once, half up, to the centavo."""
+    if days_after_due <= 0:
+        return original - DUE_DISCOUNT_A_DAY * -days_after_due
+    fine = _half_up(Fraction(original * DUE_FINE_PERCENT, 100))
+    interest = _half_up(
+        Fraction(original * DUE_INTEREST_PERCENT_A_MONTH * days_after_due, 100 * 30)
+    )
+    return original + fine + interest
+
+
+def _half_up(value: Fraction) -> int:
+    return int(value + Fraction(1, 2)) if value >= 0 else -_half_up(-value)
 
 
 class OracleBroken(AssertionError):

@@ -33,10 +33,11 @@ shrunk sequence): they fail on that code and pass on the target rules.
 import itertools
 import os
 import uuid
-from datetime import timedelta
+from datetime import date, datetime, time, timedelta
 
 import pytest
 import sqlalchemy as sa
+import time_machine
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -48,6 +49,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from app.business_days import SAO_PAULO, holidays, is_business_day, sao_paulo_day
 from app.errors import ApiError
 from app.extensions import db, get_redis
 from app.jobs.payouts import process_payout
@@ -55,6 +57,7 @@ from app.jobs.refunds import poll_refunds, submit_refund
 from app.jobs.wallets import release_settlements
 from app.models import KeyMode, Membership, Transaction, Wallet
 from app.models.base import utcnow
+from app.pix import due
 from app.services import accounts, releases, simulated_payer
 from app.services.disputes import cases as dispute_cases
 from app.services.disputes.cases import DisputeNotice
@@ -74,6 +77,7 @@ from app.services.transactions.refunds import RefundOrder
 from tests.money import oracle as o
 from tests.money.oracle import FAILING_AMOUNT, Oracle
 from tests.support import factories
+from tests.support.charges import CPF
 from tests.support.http import bearer, login
 from tests.support.money_rows import check_against, observe
 from tests.support.payouts import pix_payout
@@ -95,6 +99,36 @@ PAYMENT_AMOUNTS = st.sampled_from([100_000, 60_000, 20_000, 5_000])
 REFUND_SHARES = st.sampled_from(["failing", "all", "half", "small", "too_much"])
 PAYOUT_AMOUNTS = st.sampled_from([10_000, FAILING_AMOUNT, 1_000, 150_000])
 PICK = st.integers(0, 63)  # which of the eligible records, modulo their number
+# Charges with a due date, created 9 days before it and paid between 9 days early and 10
+# days late, in the weeks ahead (a Pix paid months ago could no longer be returned), where no
+# weekend or holiday moves a day, so the oracle's plain day count holds (`_quiet_due_date`).
+DUE_PAYMENT_DAYS = st.integers(-9, 10)
+
+
+def _quiet_due_date() -> date:
+    """The first weekday from 30 days ahead whose 9 days before and 12 after hold no
+    national holiday: the due date and the last payable day (10 days later) stay put."""
+    day = sao_paulo_day(utcnow()) + timedelta(days=30)
+    while not (
+        is_business_day(day)
+        and is_business_day(day + timedelta(days=10))
+        and not any(
+            (day + timedelta(days=offset)) in holidays((day + timedelta(days=offset)).year)
+            for offset in range(-9, 13)
+        )
+    ):
+        day += timedelta(days=1)
+    return day
+
+
+DUE_DATE = _quiet_due_date()
+DUE_TERMS = due.DueTerms(
+    date=DUE_DATE,
+    days_valid_after=10,
+    fine=due.FixedOrPercent("percent", o.DUE_FINE_PERCENT),
+    interest=due.Interest("percent_month", o.DUE_INTEREST_PERCENT_A_MONTH),
+    discounts=due.DailyDiscount("fixed_day", o.DUE_DISCOUNT_A_DAY),
+)
 APPEAL = "The payer received the goods; receipt attached."
 LEAK_AMOUNT = 100_000
 
@@ -303,6 +337,33 @@ class ServiceMachine(MoneyMachine):
         fees, paid_at = self._fees(payment_id)
         self.model.pay(
             account_id, payment_id, amount, fees, paid_at + timedelta(seconds=HOLD_SECONDS)
+        )
+
+    @precondition(lambda self: len(self.model.payments) < MAX_PAYMENTS)
+    @rule(shop=st.integers(0, 1), amount=PAYMENT_AMOUNTS, days=DUE_PAYMENT_DAYS)
+    def pay_due_charge(self, shop, amount, days):
+        """A charge with a due date, created then paid `days` from its due date (the clock
+        set to each moment), credited with what its terms ask that day."""
+        account_id = self.shops[shop]
+        new = charges.NewCharge(
+            amount=amount, customer=charges.Customer("Ana Souza", CPF), due=DUE_TERMS
+        )
+        created_on = datetime.combine(DUE_DATE - timedelta(days=9), time(10), SAO_PAULO)
+        with time_machine.travel(created_on, tick=False):
+            charge_id = charges.create_charge(account_id, TEST, new).id
+            db.session.commit()
+        paid_on = datetime.combine(DUE_DATE + timedelta(days=days), time(12), SAO_PAULO)
+        with time_machine.travel(paid_on, tick=False):
+            simulated_payer.simulate_payment(db.session.get(Transaction, charge_id))
+            db.session.commit()
+        self.methods[charge_id] = "PIX"
+        fees, paid_at = self._fees(charge_id)
+        self.model.pay(
+            account_id,
+            charge_id,
+            o.due_charge_amount(amount, days),
+            fees,
+            paid_at + timedelta(seconds=HOLD_SECONDS),
         )
 
     @precondition(lambda self: any(not p.released for p in self.model.payments.values()))
