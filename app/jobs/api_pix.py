@@ -25,13 +25,15 @@ When the mark is lost (first run, Redis emptied or replaced) the window is the l
 Removed cobs are listed after the Pix, so a Pix paid just before the removal is credited
 first. `GET /cob` filters by creation, not by change, so the cob window is always the life of
 the longest charge (`charges.MAX_EXPIRES_IN`) plus the overlap, with no mark: every charge
-that can still be pending is covered. A removed cob (`mapping.COB_STATUS` → CANCELLED) cancels
-our charge if it is still awaiting payment, as a merchant's cancel does
-(`payments.mark_cancelled`, same events); one past its expiry is expired instead, and one
-already paid, expired or cancelled is left alone and logged. A `CONCLUIDA` cob is never acted
-on: money is credited only from the received Pix (`GET /pix` or the webhook), which carries
-the end-to-end id, amount and payer that `pix_payments.receive` checks; a cob's status carries
-none of them.
+that can still be pending is covered. A cobv (a charge with a due date) may stay payable for
+months, so `GET /cobv` is listed from the creation of the oldest live one still awaiting
+payment, less the overlap, and not at all when there is none. A removed cob or cobv
+(`mapping.COB_STATUS` → CANCELLED) cancels our charge if it is still awaiting payment, as a
+merchant's cancel does (`payments.mark_cancelled`, same events); one past its expiry is
+expired instead, and one already paid, expired or cancelled is left alone and logged. A
+`CONCLUIDA` cob is never acted on: money is credited only from the received Pix (`GET /pix`
+or the webhook), which carries the end-to-end id, amount and payer that
+`pix_payments.receive` checks; a cob's status carries none of them.
 """
 
 import json
@@ -46,7 +48,7 @@ from app.jobs import sweep
 from app.models.base import utcnow
 from app.providers import api_pix_client, live_pix_configured
 from app.providers.api_pix.client import ListingPosition
-from app.providers.api_pix.mapping import REMOVED_BY_PSP, PixEntry
+from app.providers.api_pix.mapping import COB, COBV, REMOVED_BY_PSP, PixEntry
 from app.providers.api_pix.problems import ApiPixUnavailable
 from app.services import api_pix_inbound
 from app.services.transactions import charges
@@ -201,14 +203,20 @@ def _stop_at_checkpoint(
 
 
 def _cancel_removed_cobs(until: datetime) -> None:
-    """Each cob the PSP removed, applied in its own transaction (see the module's doc)."""
-    sweep(
-        api_pix_client().iter_cobs(until - COB_WINDOW, until, status=REMOVED_BY_PSP),
-        api_pix_inbound.apply_removed_cob,
-        log=log,
-        failure="removed cob not applied; retried next run",
-        details=lambda cob: {"txid": cob.get("txid")},
-    )
+    """Each cob, then each cobv, the PSP removed, applied in its own transaction (see the
+    module's doc)."""
+    windows = [(COB, until - COB_WINDOW)]
+    oldest_cobv = api_pix_inbound.oldest_awaited_cobv_created_at()
+    if oldest_cobv is not None:
+        windows.append((COBV, min(oldest_cobv - OVERLAP, until)))
+    for kind, since in windows:
+        sweep(
+            api_pix_client().iter_cobs(since, until, status=REMOVED_BY_PSP, kind=kind),
+            api_pix_inbound.apply_removed_cob,
+            log=log,
+            failure="removed cob not applied; retried next run",
+            details=lambda cob: {"txid": cob.get("txid")},
+        )
 
 
 def _window_start(mark: bytes | None, until: datetime) -> datetime:

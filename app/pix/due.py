@@ -6,9 +6,9 @@ Why the rules are what they are (API Pix 2.9.0, `CobVValor` and `CobDataDeVencim
   interest and `days_valid_after` count from that day, as the standard requires.
 - The last payable day is `days_valid_after` calendar days later, moved to the next business
   day when it is not one: this is what the standard's examples A to G accept.
-- Discounts count to the due date as the merchant wrote it, where the standard would move
-  them with the prorrogation: a discount rewards paying before a date the payer was shown,
-  and a weekend after that date does not extend it.
+- Discounts move with the prorrogation too, as the standard says of every field that refers
+  to the due date (and as a PSP computes them): a daily discount counts the days to the
+  prorrogated date, and a dated discount until the due date lasts until it.
 - Dated discounts are tiers: the largest whose `until` has not passed applies, so paying
   earlier never costs more, however the merchant ordered or sized them.
 - Interest runs in calendar days (juros modalities 1 to 4): a month is 30 days, a year 365.
@@ -228,10 +228,15 @@ def _business_day_from(day: date) -> date:
 
 def _discount(original: int, terms: DueTerms, day: date) -> int:
     discounts = terms.discounts
+    due_date = effective_due_date(terms)
     if isinstance(discounts, DailyDiscount):
-        days_early = (terms.date - day).days
+        days_early = (due_date - day).days
         return _amount(original, discounts, days_early) if days_early > 0 else 0
-    ahead = [_amount(original, discount) for discount in discounts or () if discount.until >= day]
+    ahead = [
+        _amount(original, discount)
+        for discount in discounts or ()
+        if (due_date if discount.until == terms.date else discount.until) >= day
+    ]
     return max(ahead, default=0)
 
 
@@ -291,6 +296,11 @@ def _violations(original: int, terms: DueTerms, today: date) -> Iterator[DueProb
         elif discount.until in {earlier.until for earlier in dated[:index]}:
             yield DueProblem(
                 f"{path}.until", translatable("Two discounts must not have the same date.")
+            )
+        if index and discount.type in DATED_DISCOUNT_TYPES and discount.type != dated[0].type:
+            yield DueProblem(
+                f"{path}.type",
+                translatable("Every dated discount is of the same type, as the first one."),
             )
         if problem := _capped_problem(original, path, discount, DATED_DISCOUNT_TYPES):
             yield problem

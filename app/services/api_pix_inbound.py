@@ -42,9 +42,8 @@ path, since every report, from either source, ends in `apply_received`.
 import hashlib
 import json
 import logging
-import uuid
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from redis.exceptions import RedisError
@@ -72,6 +71,7 @@ from app.providers.api_pix.mapping import (
     devolucao_id_for,
     parse_pix,
     parse_webhook,
+    transaction_id_of,
 )
 from app.providers.api_pix.problems import ApiPixRefused
 from app.services import psp_notices
@@ -159,10 +159,11 @@ def apply_received(entries: Iterable[PixEntry]) -> None:
 
 
 def apply_removed_cob(cob: dict) -> None:
-    """A cob the PSP listed as removed (`REMOVIDA_PELO_PSP`, which no webhook reports): its
-    charge, still awaiting payment, is cancelled as a merchant's cancel would (same events);
-    one past its expiry is expired instead; one paid, expired or cancelled is left alone. A
-    status this release does not know is a notice and decides nothing. The caller commits."""
+    """A cob or cobv the PSP listed as removed (`REMOVIDA_PELO_PSP`, which no webhook
+    reports): its charge, still awaiting payment, is cancelled as a merchant's cancel would
+    (same events); one past its expiry is expired instead; one paid, expired or cancelled is
+    left alone. A status this release does not know is a notice and decides nothing. The
+    caller commits."""
     txid, status = cob.get("txid"), cob.get("status")
     if status not in COB_STATUS:
         psp_notices.record(
@@ -306,19 +307,30 @@ def _remember_confirmed(entry: PixEntry) -> None:
 
 
 def live_charge_id(txid: str | None) -> str | None:
-    """The live charge whose cob has this txid: its id is the txid read back as a uuid
-    (`mapping.txid_for`), so the lookup is by primary key, confirmed by the stored txid."""
-    if txid is None:
-        return None
-    try:
-        charge_id = str(uuid.UUID(hex=txid))
-    except ValueError:
+    """The live charge whose cob or cobv has this txid: its id is the txid read back
+    (`mapping.transaction_id_of`), so the lookup is by primary key, confirmed by the stored
+    txid."""
+    charge_id = None if txid is None else transaction_id_of(txid)
+    if charge_id is None:
         return None  # not a txid we issue
     return db.session.scalar(
         sa.select(Transaction.id).where(
             Transaction.id == charge_id,
             Transaction.pix_txid == txid,
             Transaction.mode == KeyMode.LIVE,
+        )
+    )
+
+
+def oldest_awaited_cobv_created_at() -> datetime | None:
+    """When the oldest live charge with a due date still awaiting payment was created, None
+    when there is none: `GET /cobv` lists by creation and a cobv may stay payable for months,
+    so its removals are listed from there rather than over a fixed window as cobs are."""
+    return db.session.scalar(
+        sa.select(sa.func.min(Transaction.created_at)).where(
+            Transaction.mode == KeyMode.LIVE,
+            Transaction.due_date.is_not(None),
+            Transaction.status.in_(lifecycle.AWAITING_PAYMENT),
         )
     )
 

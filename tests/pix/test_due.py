@@ -173,7 +173,7 @@ AMOUNTS = [
         (2_000, 0, 1_000, 167, 49_167),  # 50000 - 2000 + 1000 + 167
         id="rebate when late",
     ),
-    # Daily discounts: each calendar day before the due date as written.
+    # Daily discounts: each calendar day before the (prorrogated) due date.
     pytest.param(
         50_000,
         terms(discounts=DailyDiscount("fixed_day", 100)),
@@ -199,8 +199,8 @@ AMOUNTS = [
         50_000,
         terms(date=date(2024, 6, 15), discounts=DailyDiscount("fixed_day", 100)),
         date(2024, 6, 14),
-        (0, 100, 0, 0, 49_900),  # Friday is 1 day before Saturday, not 3 before Monday
-        id="daily discount counts to the due date as written",
+        (0, 300, 0, 0, 49_700),  # Friday is 3 days before Monday, the prorrogated date
+        id="daily discount counts to the prorrogated due date",
     ),
     pytest.param(
         50_000,
@@ -321,6 +321,30 @@ def test_dated_discounts_are_tiers_in_any_order(order, day, discount):
     assert (paid.discount, paid.total) == (discount, 50_000 - discount)
 
 
+def test_a_dated_discount_until_a_day_off_due_date_lasts_until_the_prorrogated_one():
+    # due Saturday 2024-06-15, prorrogated to Monday the 17th: "until the due date" moves too
+    saturday = terms(
+        date=date(2024, 6, 15), discounts=(DatedDiscount(date(2024, 6, 15), "fixed", 700),)
+    )
+
+    assert amount_due(50_000, saturday, date(2024, 6, 17)).discount == 700
+    assert amount_due(50_000, saturday, date(2024, 6, 18)).discount == 0
+
+
+def test_dated_discounts_of_two_types_are_refused():
+    # the standard gives all the tiers one modalidade
+    mixed = terms(
+        discounts=(
+            DatedDiscount(date(2024, 6, 5), "percent", Decimal("10")),
+            DatedDiscount(date(2024, 6, 10), "fixed", 1_000),
+        )
+    )
+
+    assert [problem.param for problem in problems(50_000, mixed, TODAY)] == [
+        "due.discounts[1].type"
+    ]
+
+
 def test_a_bigger_later_tier_still_applies_to_an_earlier_payment():
     # 100 until 06-10, 500 until 06-14: paying on 06-05 must not cost more than on 06-14
     order = (
@@ -341,7 +365,7 @@ VALID = terms(
     interest=MONTHLY_1,
     discounts=(
         DatedDiscount(date(2024, 6, 10), "percent", Decimal("5")),  # 2500 on 50000
-        DatedDiscount(date(2024, 6, 5), "fixed", 5_000),
+        DatedDiscount(date(2024, 6, 5), "percent", Decimal("10")),  # 5000
     ),
     rebate=FixedOrPercent("fixed", 44_999),  # + the largest discount leaves 1 centavo
 )
@@ -535,7 +559,7 @@ def test_to_json():
         "interest": {"type": "percent_month", "value": "1"},
         "discounts": [
             {"until": "2024-06-10", "type": "percent", "value": "5"},
-            {"until": "2024-06-05", "type": "fixed", "value": 5_000},
+            {"until": "2024-06-05", "type": "percent", "value": "10"},
         ],
         "rebate": {"type": "fixed", "value": 44_999},
     }
@@ -592,8 +616,10 @@ def charges(draw) -> tuple[int, DueTerms]:
     original = draw(st.integers(1, 10**9))
     due_date = draw(st.dates(TODAY, TODAY + timedelta(days=400)))
     most = max(1, original // 3)
-    dated = st.lists(
-        type_and_value(DATED_DISCOUNT_TYPES, most), min_size=1, max_size=MAX_DATED_DISCOUNTS
+    dated = st.sampled_from(DATED_DISCOUNT_TYPES).flatmap(  # the standard: one type for all
+        lambda type_: st.lists(
+            type_and_value((type_,), most), min_size=1, max_size=MAX_DATED_DISCOUNTS
+        )
     )
     charge = DueTerms(
         date=due_date,

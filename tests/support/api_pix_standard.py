@@ -116,6 +116,28 @@ def _pix_list_requires_pix(document: dict) -> int:
     return _replace_all(listed, "required", ["parametros", "cobs"], ["parametros", "pix"])
 
 
+def _dated_discounts_required(node: object) -> int:
+    """Require `descontoDataFixa` in the dated alternative of every `desconto` oneOf."""
+    if isinstance(node, list):
+        return sum(_dated_discounts_required(item) for item in node)
+    if not isinstance(node, dict):
+        return 0
+    count = sum(_dated_discounts_required(value) for value in node.values())
+    dated = (node.get("oneOf") or [{}])[0]
+    if "descontoDataFixa" in dated.get("properties", {}) and "required" not in dated:
+        dated["required"] = ["descontoDataFixa"]
+        count += 1
+    return count
+
+
+def _recebedor_address_inside(document: dict) -> int:
+    receiver = document["components"]["schemas"]["DadosRecebedor"]
+    if receiver.get("required") != ["logradouro", "cidade", "uf", "cep"]:
+        return 0
+    del receiver["required"]
+    return 1
+
+
 ERRATA = (
     Erratum(
         "CPF_PATTERN",
@@ -144,6 +166,22 @@ ERRATA = (
         lambda document: _replace_all(
             document, "required", ["status", "txid", "idCob"], ["status", "txid"]
         ),
+    ),
+    Erratum(
+        "COBV_DAILY_DISCOUNT",
+        "`CobVValor.desconto` is oneOf dated tiers or a `valorPerc`, but the tiers' branch "
+        "requires nothing, so every daily discount (modalidade 3 to 6, a `valorPerc` and no "
+        "`descontoDataFixa`) matches both branches and is refused",
+        1,
+        _dated_discounts_required,
+    ),
+    Erratum(
+        "RECEBEDOR_ADDRESS",
+        "`DadosRecebedor` requires logradouro, cidade, uf and cep beside `recebedor` instead "
+        "of inside it (where it requires them too): as published no cobv answer is valid, "
+        "the document's own example neither",
+        1,
+        _recebedor_address_inside,
     ),
     Erratum(
         "WHOLE_VALUE_PATTERNS",
@@ -232,12 +270,15 @@ class Operation:
 
 @cache
 def operations() -> tuple[Operation, ...]:
-    """Every operation, templated paths after literal ones (as OpenAPI matches them)."""
+    """Every operation of the API's server, templated paths after literal ones (as OpenAPI
+    matches them). Those with servers of their own, the payer's QR code locations
+    (`GET /cobv/{pixUrlAccessToken}` would otherwise shadow `GET /cobv/{txid}`), are not
+    served there."""
     found = []
     for template, item in document()["paths"].items():
         shared = [_resolved(parameter) for parameter in item.get("parameters", [])]
         for method, spec in item.items():
-            if method not in ("get", "put", "post", "patch", "delete"):
+            if method not in ("get", "put", "post", "patch", "delete") or "servers" in spec:
                 continue
             own = [_resolved(parameter) for parameter in spec.get("parameters", [])]
             keys = {(parameter["name"], parameter["in"]) for parameter in own}

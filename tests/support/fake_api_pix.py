@@ -1,9 +1,11 @@
 """A fake PSP speaking the Banco Central's API Pix, on a real HTTP server on localhost.
 
-It holds cobs, received Pix and devoluções in memory and answers in the standard's shapes,
-errors included (RFC 7807 `application/problem+json` with `type`, `title`, `status`,
-`detail`). Tests drive it with `pay`, `remove_cob`, `settle_devolucao`, `fail_next`,
-`revoke_tokens` and read what it was asked in `requests`.
+It holds cobs and cobvs (charges with a due date, under the same txid space), received Pix
+and devoluções in memory and answers in the standard's shapes, errors included (RFC 7807
+`application/problem+json` with `type`, `title`, `status`, `detail`, and `violacoes` for a
+charge that breaks the rules its tag's `Cob[V]OperacaoInvalida` lists). Tests drive it with
+`pay`, `remove_cob`, `settle_devolucao`, `fail_next`, `revoke_tokens` and read what it was
+asked in `requests`.
 
 It is strict: every request it receives, every answer it gives and every webhook body it
 builds is checked against the standard (`api_pix_standard`). What breaks it lands in
@@ -21,8 +23,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from werkzeug.exceptions import HTTPException
@@ -30,9 +33,12 @@ from werkzeug.routing import Map, Rule
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
+from app.business_days import sao_paulo_day
 from app.pix import brcode
 from app.pix.identifiers import TXID_PATTERN, new_end_to_end_id, new_return_id
 from app.providers.api_pix.mapping import (
+    COB,
+    COBV,
     DEVOLUCAO_ID_PATTERN,
     REMOVED_BY_PSP,
     REMOVED_BY_RECEIVER,
@@ -45,11 +51,24 @@ CLIENT_ID = "acme-client"
 CLIENT_SECRET = "acme-secret-not-for-logs"
 RECEIVER_KEY = "7d9f0335-8dcc-4054-9bf9-0dbd61d36906"
 RECEIVER_CNPJ = "11222333000181"
+# A cobv names its receiver, address included (`CobVGerada.recebedor`).
+RECEBEDOR = {
+    "cnpj": RECEIVER_CNPJ,
+    "nome": "Acme Loja Ltda",
+    "logradouro": "Avenida Paulista, 1000",
+    "cidade": "São Paulo",
+    "uf": "SP",
+    "cep": "01310100",
+}
 PSP_ISPB = "12345678"
 PAYER_ISPB = "87654321"
 ERROR_TYPE = "https://pix.bcb.gov.br/api/v2/error/"
 LOCATION_HOST = "pix.example.com/qr/v2/"
 DEFAULT_EXPIRACAO = 86400
+DEFAULT_VALIDADE_APOS_VENCIMENTO = 30
+# `CobVValor` modalidades whose valorPerc is a percentage (the others are reais).
+PERCENT_DESCONTOS = frozenset({2, 5, 6})
+FULL_PERCENT = 10_000  # 100.00 read as a valor
 # The API Pix error a simulated failure answers with, by status.
 FAILURE_KINDS = {
     400: ("RequisicaoInvalida", "Requisição inválida"),
@@ -63,12 +82,9 @@ FAILURE_KINDS = {
 # The Retry-After of a simulated 429 or 503 unless a test says otherwise: longer than the
 # client waits inside a call, so one such failure is an outage the caller sees.
 OUTAGE_RETRY_AFTER = "60"
-# The problem an invalid request gets, by route (the standard's per-tag errors).
+# The problem an invalid request gets, by route (the standard's per-tag errors); a charge's
+# routes take their kind's (`TAGS`).
 REQUEST_PROBLEMS = {
-    "put_cob": ("CobOperacaoInvalida", "Cobrança inválida"),
-    "patch_cob": ("CobOperacaoInvalida", "Cobrança inválida"),
-    "get_cob": ("CobConsultaInvalida", "Consulta inválida"),
-    "list_cobs": ("CobConsultaInvalida", "Consulta inválida"),
     "list_pix": ("PixConsultaInvalida", "Consulta inválida"),
     "put_devolucao": ("PixDevolucaoInvalida", "Devolução inválida"),
     "put_webhook": ("WebhookOperacaoInvalida", "Webhook inválido"),
@@ -80,10 +96,10 @@ _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 URLS = Map(
     [
         Rule("/oauth/token", methods=["POST"], endpoint="token"),
-        Rule("/cob", methods=["GET"], endpoint="list_cobs"),
-        Rule("/cob/<txid>", methods=["PUT"], endpoint="put_cob"),
-        Rule("/cob/<txid>", methods=["PATCH"], endpoint="patch_cob"),
-        Rule("/cob/<txid>", methods=["GET"], endpoint="get_cob"),
+        Rule("/<any(cob, cobv):kind>", methods=["GET"], endpoint="list_cobs"),
+        Rule("/<any(cob, cobv):kind>/<txid>", methods=["PUT"], endpoint="put_cob"),
+        Rule("/<any(cob, cobv):kind>/<txid>", methods=["PATCH"], endpoint="patch_cob"),
+        Rule("/<any(cob, cobv):kind>/<txid>", methods=["GET"], endpoint="get_cob"),
         Rule("/pix", methods=["GET"], endpoint="list_pix"),
         Rule("/pix/<e2eid>", methods=["GET"], endpoint="get_pix"),
         Rule("/pix/<e2eid>/devolucao/<refund_id>", methods=["PUT"], endpoint="put_devolucao"),
@@ -145,6 +161,24 @@ class Problem(Exception):
             headers=self.headers,
             content_type="application/problem+json",
         )
+
+
+@dataclass(frozen=True)
+class ChargeTag:
+    """The standard's errors of one kind of charge (its tag, `Cob` or `CobV`)."""
+
+    invalid: str
+    bad_query: str
+    not_found: str
+
+    def refused(self, detail: str, violacoes: list[dict] | None = None) -> Problem:
+        return Problem(400, self.invalid, "Cobrança inválida", detail, violacoes)
+
+
+TAGS = {
+    COB: ChargeTag("CobOperacaoInvalida", "CobConsultaInvalida", "CobNaoEncontrado"),
+    COBV: ChargeTag("CobVOperacaoInvalida", "CobVConsultaInvalida", "CobVNaoEncontrada"),
+}
 
 
 @dataclass
@@ -308,9 +342,10 @@ class FakeApiPix:
         at=None,
         extra: dict | None = None,
     ):
-        """A payer pays cob `txid` (its own amount unless told): a received Pix with a new
-        end-to-end id; `payer` ({"cpf"|"cnpj", "nome"}) goes in the `pagador` extension,
-        `extra` (more PSP extension fields) is merged into the Pix."""
+        """A payer pays cob `txid` (its own amount unless told; a cobv's original, so tell
+        it the day's amount): a received Pix with a new end-to-end id; `payer` ({"cpf"|"cnpj",
+        "nome"}) goes in the `pagador` extension, `extra` (more PSP extension fields) is merged
+        into the Pix."""
         with self.lock:
             cob = self.cobs[txid]
             amount = amount_from_valor(cob["valor"]["original"]) if amount is None else amount
@@ -344,7 +379,8 @@ class FakeApiPix:
         return self.pix[received["endToEndId"]]
 
     def remove_cob(self, txid: str) -> dict:
-        """The PSP removes cob `txid` itself (`REMOVIDA_PELO_PSP`), as it may at any time."""
+        """The PSP removes cob or cobv `txid` itself (`REMOVIDA_PELO_PSP`), as it may at any
+        time."""
         with self.lock:
             cob = self.cobs[txid]
             cob["status"] = REMOVED_BY_PSP
@@ -475,9 +511,7 @@ class FakeApiPix:
         if request.data and not isinstance(body, dict):
             raise Problem(400, "RequisicaoInvalida", "Requisição inválida", "Corpo não é JSON.")
         if invalid:
-            kind, title = REQUEST_PROBLEMS.get(
-                endpoint, ("RequisicaoInvalida", "Requisição inválida")
-            )
+            kind, title = _request_problem(endpoint, values)
             raise Problem(400, kind, title, "; ".join(invalid), [{"razao": m} for m in invalid])
         with self.lock:
             status, answer = getattr(self, "_" + endpoint)(body or {}, request, **values)
@@ -512,68 +546,62 @@ class FakeApiPix:
         if valid_until is None or time.monotonic() >= valid_until:
             raise Problem(401, "AcessoNegado", "Não autorizado", "Token ausente ou expirado.")
 
-    def _put_cob(self, body: dict, request: Request, txid: str):
+    def _put_cob(self, body: dict, request: Request, kind: str, txid: str):
+        tag = TAGS[kind]
         if not TXID_PATTERN.fullmatch(txid):
-            raise Problem(400, "CobOperacaoInvalida", "Cobrança inválida", "txid fora do padrão.")
-        fields = _cob_fields(body)
+            raise tag.refused("txid fora do padrão.")
         existing = self.cobs.get(txid)
+        if existing is not None and existing["loc"]["tipoCob"] != kind:
+            raise tag.refused("O txid já identifica uma cobrança de outro tipo.")
+        now = datetime.now(UTC)
+        fields = _charge_fields(kind, body, sao_paulo_day(_created(existing) if existing else now))
         if existing is not None:
             # The standard's PUT creates or revises: the same request again changes
             # nothing; another one revises an ATIVA cob and is refused on any other.
             if existing["request"] != fields:
                 if existing["status"] != "ATIVA":
-                    raise Problem(
-                        400,
-                        "CobOperacaoInvalida",
-                        "Cobrança inválida",
-                        "A cobrança não está ATIVA e a requisição busca alterá-la.",
-                    )
+                    raise tag.refused("A cobrança não está ATIVA e a requisição busca alterá-la.")
                 _revise(existing, fields)
             return 201, _public(existing)
-        now = datetime.now(UTC)
         self.locations_issued += 1
-        location = LOCATION_HOST + uuid.uuid4().hex
+        location = f"{LOCATION_HOST}{'cobv/' if kind == COBV else ''}{uuid.uuid4().hex}"
         cob = {
-            "calendario": {"criacao": _timestamp(now), "expiracao": fields["expiracao"]},
+            "calendario": {"criacao": _timestamp(now)},
             "txid": txid,
             "revisao": 0,
             "loc": {
                 "id": self.locations_issued,
                 "txid": txid,
                 "location": location,
-                "tipoCob": "cob",
+                "tipoCob": kind,
                 "criacao": _timestamp(now),
             },
             "location": location,
             "status": "ATIVA",
             "chave": RECEIVER_KEY,
         }
+        if kind == COBV:
+            cob["recebedor"] = RECEBEDOR
         _set_fields(cob, fields)
         self.cobs[txid] = cob
         return 201, _public(cob)
 
-    def _patch_cob(self, body: dict, request: Request, txid: str):
-        cob = self._cob(txid)
+    def _patch_cob(self, body: dict, request: Request, kind: str, txid: str):
+        tag, cob = TAGS[kind], self._cob(kind, txid)
         if cob["status"] != "ATIVA":
-            raise Problem(
-                400, "CobOperacaoInvalida", "Cobrança inválida", "A cobrança não está ATIVA."
-            )
+            raise tag.refused("A cobrança não está ATIVA.")
         if "status" in body:
             if body["status"] != REMOVED_BY_RECEIVER or len(body) > 1:
-                raise Problem(
-                    400,
-                    "CobOperacaoInvalida",
-                    "Cobrança inválida",
-                    "Só se remove a cobrança, sem outras alterações.",
-                )
+                raise tag.refused("Só se remove a cobrança, sem outras alterações.")
             cob["status"] = REMOVED_BY_RECEIVER
             cob["revisao"] += 1
         else:
-            _revise(cob, _cob_fields({**_request_body(cob), **body}))
+            revised = _merged(_request_body(cob), body)
+            _revise(cob, _charge_fields(kind, revised, sao_paulo_day(_created(cob))))
         return 200, _public(cob)
 
-    def _get_cob(self, body: dict, request: Request, txid: str):
-        return 200, _public(self._cob(txid))
+    def _get_cob(self, body: dict, request: Request, kind: str, txid: str):
+        return 200, _public(self._cob(kind, txid))
 
     def _list_pix(self, body: dict, request: Request):
         start, end, page, size = _listing(request.args)
@@ -584,14 +612,16 @@ class FakeApiPix:
         ]
         return 200, _page(request.args, "pix", matching, page, size)
 
-    def _list_cobs(self, body: dict, request: Request):
-        """`GET /cob`: by creation time (`calendario.criacao`), optionally by `status`."""
+    def _list_cobs(self, body: dict, request: Request, kind: str):
+        """`GET /cob` or `GET /cobv`: by creation time (`calendario.criacao`), optionally by
+        `status`."""
         start, end, page, size = _listing(request.args)
         status = request.args.get("status")
         matching = [
             _public(cob)
             for cob in self.cobs.values()
-            if start <= datetime.fromisoformat(cob["calendario"]["criacao"]) <= end
+            if cob["loc"]["tipoCob"] == kind
+            and start <= _created(cob) <= end
             and status in (None, cob["status"])
         ]
         return 200, _page(request.args, "cobs", matching, page, size)
@@ -672,10 +702,11 @@ class FakeApiPix:
         webhook = self.webhooks[chave]
         return 200, {"cnpj": RECEIVER_CNPJ, "criacao": _timestamp(datetime.now(UTC)), **webhook}
 
-    def _cob(self, txid: str) -> dict:
-        if txid not in self.cobs:
-            raise Problem(404, "CobNaoEncontrado", "Cobrança não encontrada", f"txid {txid}.")
-        return self.cobs[txid]
+    def _cob(self, kind: str, txid: str) -> dict:
+        cob = self.cobs.get(txid)
+        if cob is None or cob["loc"]["tipoCob"] != kind:
+            raise Problem(404, TAGS[kind].not_found, "Cobrança não encontrada", f"txid {txid}.")
+        return cob
 
     def _pix(self, e2eid: str) -> dict:
         if e2eid not in self.pix:
@@ -745,57 +776,197 @@ def _page(args, key: str, matching: list, page: int, size: int) -> dict:
     }
 
 
-def _cob_fields(body: dict) -> dict:
-    """What a PUT/PATCH asks for, checked as the standard's `CobOperacaoInvalida` lists."""
-    calendario = body.get("calendario") or {}
-    expiracao = calendario.get("expiracao", DEFAULT_EXPIRACAO)
-    if not isinstance(expiracao, int) or isinstance(expiracao, bool) or expiracao <= 0:
-        raise Problem(400, "CobOperacaoInvalida", "Cobrança inválida", "expiracao inválida.")
-    original = (body.get("valor") or {}).get("original")
-    try:
-        if amount_from_valor(original) == 0:
-            raise ValueError(original)
-    except ValueError as error:
-        raise Problem(
-            400, "CobOperacaoInvalida", "Cobrança inválida", "valor.original fora do padrão."
-        ) from error
-    if body.get("chave") != RECEIVER_KEY:
-        raise Problem(
-            400, "CobOperacaoInvalida", "Cobrança inválida", "A chave não pertence ao recebedor."
+def _request_problem(endpoint: str, values: dict) -> tuple[str, str]:
+    """The API Pix error (name, title) an invalid request to `endpoint` gets."""
+    tag = TAGS.get(values.get("kind"))
+    if tag is None:
+        return REQUEST_PROBLEMS.get(endpoint, ("RequisicaoInvalida", "Requisição inválida"))
+    if endpoint in ("get_cob", "list_cobs"):
+        return tag.bad_query, "Consulta inválida"
+    return tag.invalid, "Cobrança inválida"
+
+
+def _charge_fields(kind: str, body: dict, created_on: date) -> dict:
+    """What a PUT or PATCH of a cob or cobv created on `created_on` (São Paulo) asks for:
+    its `calendario`, `valor` and `devedor`. A body breaking the rules the standard lists
+    for `Cob[V]OperacaoInvalida` is refused with each broken one in `violacoes`."""
+    broken = list(_violations(kind, body, created_on))
+    if broken:
+        raise TAGS[kind].refused(
+            " ".join(reason for _, reason in broken),
+            [{"propriedade": f"{kind}.{name}", "razao": reason} for name, reason in broken],
         )
+    calendario = body.get("calendario") or {}
+    if kind == COBV:
+        calendario = {
+            "dataDeVencimento": calendario["dataDeVencimento"],
+            "validadeAposVencimento": calendario.get(
+                "validadeAposVencimento", DEFAULT_VALIDADE_APOS_VENCIMENTO
+            ),
+        }
+        valor_asked = body["valor"]
+    else:
+        calendario = {"expiracao": calendario.get("expiracao", DEFAULT_EXPIRACAO)}
+        valor_asked = {"original": body["valor"]["original"]}
+    return {"calendario": calendario, "valor": valor_asked, "devedor": body.get("devedor")}
+
+
+def _violations(kind: str, body: dict, created_on: date) -> Iterator[tuple[str, str]]:
+    """(field, reason) for each rule broken: the schema's (a PATCH merged into what the
+    charge holds is not checked by it) and the semantic ones."""
+    original = _valor_or_none((body.get("valor") or {}).get("original"))
+    if original is None:
+        yield "valor.original", "O campo valor.original não respeita o schema."
+    elif original == 0:
+        yield "valor.original", "O campo valor.original apresenta o valor zero."
+    if body.get("chave") != RECEIVER_KEY:
+        yield "chave", "A chave não pertence ao recebedor."
     devedor = body.get("devedor")
-    if devedor is not None and not (
-        isinstance(devedor, dict)
-        and isinstance(devedor.get("nome"), str)
-        and (("cpf" in devedor) != ("cnpj" in devedor))
+    if (devedor is None and kind == COBV) or (
+        devedor is not None
+        and not (
+            isinstance(devedor, dict)
+            and isinstance(devedor.get("nome"), str)
+            and (("cpf" in devedor) != ("cnpj" in devedor))
+        )
     ):
-        raise Problem(400, "CobOperacaoInvalida", "Cobrança inválida", "devedor inválido.")
-    return {"expiracao": expiracao, "original": original, "devedor": devedor}
+        yield "devedor", "O objeto devedor não respeita o schema."
+    calendario = body.get("calendario") or {}
+    if kind == COB:
+        expiracao = calendario.get("expiracao", DEFAULT_EXPIRACAO)
+        if not isinstance(expiracao, int) or isinstance(expiracao, bool) or expiracao <= 0:
+            yield "calendario.expiracao", "expiracao inválida."
+        return
+    due_on = _date_or_none(calendario.get("dataDeVencimento"))
+    if due_on is None:
+        yield "calendario.dataDeVencimento", "O campo dataDeVencimento não respeita o schema."
+    elif due_on < created_on:
+        yield (
+            "calendario.dataDeVencimento",
+            "O campo dataDeVencimento é anterior à data de criação da cobrança.",
+        )
+    if calendario.get("validadeAposVencimento", DEFAULT_VALIDADE_APOS_VENCIMENTO) < 0:
+        yield (
+            "calendario.validadeAposVencimento",
+            "O campo validadeAposVencimento é menor do que zero.",
+        )
+    valor_asked = body.get("valor") or {}
+    abatimento = valor_asked.get("abatimento")
+    if abatimento and _whole(abatimento["valorPerc"], abatimento["modalidade"] == 2, original):
+        yield (
+            "valor.abatimento",
+            "O objeto valor.abatimento representa um valor maior ou igual ao valor da "
+            "cobrança original ou maior ou igual a 100%.",
+        )
+    if valor_asked.get("desconto"):
+        yield from _desconto_violations(valor_asked["desconto"], due_on, original)
+
+
+def _desconto_violations(
+    desconto: dict, due_on: date | None, original: int | None
+) -> Iterator[tuple[str, str]]:
+    modalidade = desconto["modalidade"]
+    dated, value = desconto.get("descontoDataFixa"), desconto.get("valorPerc")
+    percent = modalidade in PERCENT_DESCONTOS
+    if modalidade in (1, 2):
+        if value is not None:
+            yield (
+                "valor.desconto.valorPerc",
+                "O objeto valor.desconto apresenta modalidade 1 ou 2, porém valorPerc "
+                "encontra-se preenchido.",
+            )
+        if not dated:
+            yield (
+                "valor.desconto.descontoDataFixa",
+                "O objeto valor.desconto apresenta modalidade 1 ou 2, porém "
+                "descontoDataFixa está vazio ou nulo.",
+            )
+        tiers = dated or []
+    else:
+        if value is None:
+            yield (
+                "valor.desconto.valorPerc",
+                "O objeto valor.desconto apresenta modalidade de 3 a 6, porém valorPerc não "
+                "está preenchido.",
+            )
+        if dated is not None:
+            yield (
+                "valor.desconto.descontoDataFixa",
+                "O objeto valor.desconto apresenta modalidade de 3 a 6, porém "
+                "descontoDataFixa está preenchido.",
+            )
+        tiers = [] if value is None else [{"valorPerc": value}]
+    if due_on is not None and any(
+        date.fromisoformat(tier["data"]) > due_on for tier in tiers if "data" in tier
+    ):
+        yield (
+            "valor.desconto.descontoDataFixa",
+            "O objeto valor.desconto apresenta algum elemento cuja data é posterior à data "
+            "de vencimento.",
+        )
+    if any(_whole(tier["valorPerc"], percent, original) for tier in tiers):
+        yield (
+            "valor.desconto",
+            "O objeto valor.desconto apresenta algum elemento de desconto que representa um "
+            "valor maior ou igual ao valor da cobrança original ou maior ou igual a 100%.",
+        )
+
+
+def _whole(valor_perc: str, percent: bool, original: int | None) -> bool:
+    """Whether a rebate or discount takes everything: 100 % or more, or the original amount."""
+    taken = amount_from_valor(valor_perc)
+    return taken >= FULL_PERCENT if percent else original is not None and taken >= original
+
+
+def _valor_or_none(text: object) -> int | None:
+    try:
+        return amount_from_valor(text)
+    except ValueError:
+        return None
+
+
+def _date_or_none(text: object) -> date | None:
+    try:
+        return date.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _created(cob: dict) -> datetime:
+    return datetime.fromisoformat(cob["calendario"]["criacao"])
+
+
+def _merged(held: dict, patch: dict) -> dict:
+    """`patch` over `held`, object by object (a list or value replaces what it names)."""
+    merged = dict(held)
+    for name, value in patch.items():
+        both = isinstance(value, dict) and isinstance(held.get(name), dict)
+        merged[name] = _merged(held[name], value) if both else value
+    return merged
 
 
 def _request_body(cob: dict) -> dict:
     """A stored cob as the PUT body that made it, so a PATCH revises only what it names."""
     fields = cob["request"]
-    body = {
-        "calendario": {"expiracao": fields["expiracao"]},
-        "valor": {"original": fields["original"]},
-        "chave": cob["chave"],
-    }
+    body = {"calendario": fields["calendario"], "valor": fields["valor"], "chave": cob["chave"]}
     if fields["devedor"]:
         body["devedor"] = fields["devedor"]
     return body
 
 
 def _set_fields(cob: dict, fields: dict) -> None:
-    """What a PUT or PATCH asked for, into the cob (its BR Code follows the amount)."""
+    """What a PUT or PATCH asked for, into the cob. Its BR Code follows the amount; a cobv's
+    has none, as the standard's example: what is due depends on the day it is paid."""
     cob["request"] = fields
-    cob["calendario"]["expiracao"] = fields["expiracao"]
-    cob["valor"] = {"original": fields["original"]}
+    cob["calendario"].update(fields["calendario"])
+    cob["valor"] = fields["valor"]
     cob["pixCopiaECola"] = brcode.dynamic_payload(
         location=cob["location"],
         merchant_name="Acme Loja",
         merchant_city="SAO PAULO",
-        amount_cents=amount_from_valor(fields["original"]),
+        amount_cents=None
+        if cob["loc"]["tipoCob"] == COBV
+        else amount_from_valor(fields["valor"]["original"]),
     )
     if fields["devedor"]:
         cob["devedor"] = fields["devedor"]

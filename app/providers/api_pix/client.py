@@ -25,7 +25,7 @@ import requests
 
 from app import retries
 from app.pix.identifiers import END_TO_END_PATTERN, TXID_PATTERN
-from app.providers.api_pix.mapping import DEVOLUCAO_ID_PATTERN
+from app.providers.api_pix.mapping import COB, COB_KINDS, DEVOLUCAO_ID_PATTERN
 from app.providers.api_pix.problems import (
     THROTTLED_STATUSES,
     ApiPixUnavailable,
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 # leaves with a token that dies on the way.
 TOKEN_EARLY_REFRESH_SECONDS = 30.0
 PAGE_SIZE = 100
-# PSPs cap the inicio..fim range of `GET /pix` and `GET /cob`; longer windows are asked
+# PSPs cap the inicio..fim range of `GET /pix` and `GET /cob[v]`; longer windows are asked
 # for in pieces.
 MAX_LIST_SPAN = timedelta(hours=24)
 # The first wait when the PSP throttles without a Retry-After; doubled at each retry.
@@ -83,16 +83,17 @@ class ApiPixClient:
         self._token: _Token | None = None
         self._token_lock = threading.Lock()
 
-    def put_cob(self, txid: str, body: dict) -> dict:
-        """Create the immediate charge `txid` (ours, so a retry after a timeout is safe)."""
-        return self._request("PUT", f"/cob/{_checked(txid, TXID_PATTERN, 'txid')}", json=body)
+    def put_cob(self, txid: str, body: dict, kind: str = COB) -> dict:
+        """Create the charge `txid` (ours, so a retry after a timeout is safe): an immediate
+        one, or one with a due date when `kind` is `cobv`, as every cob call here."""
+        return self._request("PUT", _cob_path(kind, txid), json=body)
 
-    def patch_cob(self, txid: str, body: dict) -> dict:
+    def patch_cob(self, txid: str, body: dict, kind: str = COB) -> dict:
         """Revise an active charge, or remove it (`status: REMOVIDA_PELO_USUARIO_RECEBEDOR`)."""
-        return self._request("PATCH", f"/cob/{_checked(txid, TXID_PATTERN, 'txid')}", json=body)
+        return self._request("PATCH", _cob_path(kind, txid), json=body)
 
-    def get_cob(self, txid: str) -> dict:
-        return self._request("GET", f"/cob/{_checked(txid, TXID_PATTERN, 'txid')}")
+    def get_cob(self, txid: str, kind: str = COB) -> dict:
+        return self._request("GET", _cob_path(kind, txid))
 
     def get_pix(self, e2eid: str) -> dict:
         return self._request("GET", f"/pix/{_checked(e2eid, END_TO_END_PATTERN, 'e2eid')}")
@@ -112,13 +113,13 @@ class ApiPixClient:
         return self._listed_pages("/pix", "pix", inicio, fim, {}, resume)
 
     def iter_cobs(
-        self, inicio: datetime, fim: datetime, status: str | None = None
+        self, inicio: datetime, fim: datetime, status: str | None = None, kind: str = COB
     ) -> Iterator[dict]:
-        """Every cob created between `inicio` and `fim` (the standard filters `GET /cob` by
-        creation, not by change), only those in `status` when given; spans and pages as
-        `iter_pix_pages`."""
+        """Every cob (or cobv) created between `inicio` and `fim` (the standard filters
+        `GET /cob` and `GET /cobv` by creation, not by change), only those in `status` when
+        given; spans and pages as `iter_pix_pages`."""
         filters = {"status": status} if status else {}
-        return _items(self._listed_pages("/cob", "cobs", inicio, fim, filters, None))
+        return _items(self._listed_pages(_kind_path(kind), "cobs", inicio, fim, filters, None))
 
     def _listed_pages(
         self,
@@ -287,6 +288,16 @@ def _webhook_path(chave: str) -> str:
     if not isinstance(chave, str) or not chave:
         raise ValueError(f"not a Pix key: {chave!r}")
     return f"/webhook/{quote(chave, safe='')}"
+
+
+def _kind_path(kind: str) -> str:
+    if kind not in COB_KINDS:
+        raise ValueError(f"not a kind of charge: {kind!r}")
+    return f"/{kind}"
+
+
+def _cob_path(kind: str, txid: str) -> str:
+    return f"{_kind_path(kind)}/{_checked(txid, TXID_PATTERN, 'txid')}"
 
 
 def _devolucao_path(e2eid: str, refund_id: str) -> str:

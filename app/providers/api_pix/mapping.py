@@ -10,6 +10,11 @@ whose cob the PSP removed); a charge is paid only by the Pix received
 (`charge_expiry.expire_due_charges`; the API Pix keeps an expired cob `ATIVA`).
 provider-status shows the cob's status as the PSP words it.
 
+A charge with a due date is a `cobv` (`PUT|PATCH|GET /cobv/{txid}`, listed by `GET /cobv`),
+whose statuses are the cob's and land the same way. Its txid says so (`txid_for`, `cob_kind`):
+a reference is all the provider is handed to ask about or withdraw a charge, and all a PSP's
+listing gives, so the kind travels in it rather than in every caller's arguments.
+
 Refund statuses land on `RefundStatus`: `EM_PROCESSAMENTO` → IN_PROGRESS, `DEVOLVIDO` →
 REFUNDED, `NAO_REALIZADO` → FAILED. A devolução whose `natureza` is in `MED_NATUREZAS` was
 forced by the MED (fraud, an operational failure, or a Pix Automático dispute), not asked for
@@ -33,15 +38,21 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from app.formats.locations import ACTIVE, COMPLETED, REMOVED_BY_PSP
 from app.models import RefundStatus, TransactionStatus
+from app.pix import due
 from app.pix.brcode import format_amount
 from app.pix.documents import strip_formatting, tax_id_kind
 from app.pix.identifiers import END_TO_END_PATTERN
 
 log = logging.getLogger(__name__)
 
+COB, COBV = "cob", "cobv"  # an immediate charge, one with a due date: the API's path
+COB_KINDS = (COB, COBV)
+# Ends a cobv's txid: a uuid's hex digits have no `v`, so a txid alone says its kind.
+COBV_TXID_SUFFIX = "v"
 REMOVED_BY_RECEIVER = "REMOVIDA_PELO_USUARIO_RECEBEDOR"
 COB_STATUS = {
     ACTIVE: TransactionStatus.WAITING_PAYMENT,
@@ -68,6 +79,11 @@ NO_PAYER_DOCUMENT = "none"
 MAX_SOLICITACAO_PAGADOR = 140
 # ASCII digits only: `\d` would also take Arabic-Indic and other Unicode digits.
 VALOR_PATTERN = re.compile(r"[0-9]{1,10}\.[0-9]{2}")
+# `CobVValor`'s modalidades for our terms' types (`app.pix.due`): juros and descontos in
+# calendar days, as ours count; a dated discount's tiers share one modalidade.
+FIXED_OR_PERCENT_MODALIDADE = {"fixed": 1, "percent": 2}
+JUROS_MODALIDADE = {"fixed_day": 1, "percent_day": 2, "percent_month": 3, "percent_year": 4}
+DAILY_DESCONTO_MODALIDADE = {"fixed_day": 3, "percent_day": 5}
 
 
 @dataclass(frozen=True)
@@ -122,13 +138,30 @@ class PixEntry:
     raw: Mapping = field(default_factory=dict, compare=False, repr=False)
 
 
-def txid_for(transaction_id: str) -> str:
+def txid_for(transaction_id: str, kind: str = COB) -> str:
     """The txid of a transaction's cob: its uuid's 32 hex digits, so a retry after a timeout
-    binds the same txid and the PSP answers with the charge it already holds."""
+    binds the same txid and the PSP answers with the charge it already holds; a cobv's ends
+    in COBV_TXID_SUFFIX (33 characters, within the standard's 26-35)."""
+    if kind not in COB_KINDS:
+        raise ValueError(f"not a kind of charge: {kind!r}")
     try:
-        return uuid.UUID(transaction_id).hex
+        hex_digits = uuid.UUID(transaction_id).hex
     except ValueError as error:
         raise ValueError(f"not a transaction id (a uuid): {transaction_id!r}") from error
+    return hex_digits + COBV_TXID_SUFFIX if kind == COBV else hex_digits
+
+
+def cob_kind(txid: str) -> str:
+    """Whether the charge `txid` names is a cob or a cobv (see `txid_for`)."""
+    return COBV if txid.endswith(COBV_TXID_SUFFIX) else COB
+
+
+def transaction_id_of(txid: str) -> str | None:
+    """The transaction `txid_for` made this txid for; None for a txid it never makes."""
+    try:
+        return str(uuid.UUID(hex=txid.removesuffix(COBV_TXID_SUFFIX)))
+    except ValueError:
+        return None
 
 
 def devolucao_id_for(refund_id: str) -> str:
@@ -172,15 +205,25 @@ def cob_body(
     *,
     receiver_key: str,
     description: str | None = None,
+    terms: due.DueTerms | None = None,
 ) -> dict:
-    """The body of `PUT /cob/{txid}`. `devedor` needs both a name and a CPF or CNPJ, so it
-    is sent only when both are given; a document that is neither is a ValueError. The
-    charge's description becomes `solicitacaoPagador`, the text the payer's bank app shows."""
-    if expires_in <= 0:
+    """The body of `PUT /cob/{txid}`, or with `terms` of `PUT /cobv/{txid}` (which has no
+    `expiracao`: it is payable until `validadeAposVencimento` days after the due date).
+    `devedor` needs both a name and a CPF or CNPJ, so a cob sends it only when both are given;
+    a cobv requires it. A document that is neither is a ValueError. The charge's description
+    becomes `solicitacaoPagador`, the text the payer's bank app shows."""
+    if terms is not None:
+        calendario: dict = {
+            "dataDeVencimento": terms.date.isoformat(),
+            "validadeAposVencimento": terms.days_valid_after,
+        }
+    elif expires_in > 0:
+        calendario = {"expiracao": expires_in}
+    else:
         raise ValueError("calendario.expiracao must be a positive number of seconds")
     body = {
-        "calendario": {"expiracao": expires_in},
-        "valor": {"original": valor(amount_minor)},
+        "calendario": calendario,
+        "valor": {"original": valor(amount_minor), **cobv_valor(terms)},
         "chave": receiver_key,
     }
     if payer_name and payer_document:
@@ -189,10 +232,52 @@ def cob_body(
         if kind is None:
             raise ValueError("the payer document is neither a valid CPF nor a valid CNPJ")
         body["devedor"] = {kind.lower(): document, "nome": payer_name}
+    elif terms is not None:
+        raise ValueError("a charge with a due date needs the payer's name and CPF or CNPJ")
     request_to_payer = solicitacao_pagador(description)
     if request_to_payer:
         body["solicitacaoPagador"] = request_to_payer
     return body
+
+
+def cobv_valor(terms: due.DueTerms | None) -> dict:
+    """`multa`, `juros`, `desconto` and `abatimento` of `CobVValor` for the terms ({} for
+    none). Dated tiers share one modalidade, as the standard and `due.problems` have it."""
+    if terms is None:
+        return {}
+    parts = {}
+    if terms.fine:
+        parts["multa"] = _modalidade(FIXED_OR_PERCENT_MODALIDADE, terms.fine)
+    if terms.interest:
+        parts["juros"] = _modalidade(JUROS_MODALIDADE, terms.interest)
+    if isinstance(terms.discounts, due.DailyDiscount):
+        parts["desconto"] = _modalidade(DAILY_DESCONTO_MODALIDADE, terms.discounts)
+    elif terms.discounts:
+        parts["desconto"] = {
+            "modalidade": FIXED_OR_PERCENT_MODALIDADE[terms.discounts[0].type],
+            "descontoDataFixa": [
+                {"data": discount.until.isoformat(), "valorPerc": _valor_perc(discount)}
+                for discount in terms.discounts
+            ],
+        }
+    if terms.rebate:
+        parts["abatimento"] = _modalidade(FIXED_OR_PERCENT_MODALIDADE, terms.rebate)
+    return parts
+
+
+def _modalidade(
+    modalidades: dict[str, int], term: due.FixedOrPercent | due.Interest | due.DailyDiscount
+) -> dict:
+    return {"modalidade": modalidades[term.type], "valorPerc": _valor_perc(term)}
+
+
+def _valor_perc(
+    term: due.FixedOrPercent | due.Interest | due.DatedDiscount | due.DailyDiscount,
+) -> str:
+    """Reais for a fixed value (ours are centavos), else the percentage with 2 places."""
+    if term.type.startswith("fixed"):
+        return valor(term.value)
+    return f"{Decimal(term.value):.2f}"
 
 
 def solicitacao_pagador(description: str | None) -> str | None:

@@ -1,7 +1,8 @@
 """The live Pix provider: our charges and refunds as one PSP's API Pix calls.
 
-It receives Pix (immediate charges, `cob`) and sends them back (devoluções); it sends no
-Pix-outs, so payouts and cashout refunds are refused before they reach it
+It receives Pix (immediate charges, `cob`, and charges with a due date, `cobv`, through the
+same calls: `mapping.cob_kind` reads which from the txid) and sends them back (devoluções);
+it sends no Pix-outs, so payouts and cashout refunds are refused before they reach it
 (`app.providers.payout_provider_for`). Every id it hands the PSP is derived from ours
 (`txid_for`, `devolucao_id_for`), so a retry after an outcome-unknown failure asks for the
 same thing again; when the PSP refuses the repeated request, the record it already holds is
@@ -14,12 +15,16 @@ from datetime import UTC, datetime, timedelta
 
 from app.models import RefundStatus, RefundStrategy
 from app.models.base import utcnow
+from app.pix import due
 from app.providers.api_pix.client import ApiPixClient
 from app.providers.api_pix.mapping import (
+    COB,
+    COBV,
     REMOVED_BY_RECEIVER,
     REMOVED_STATUSES,
     Devolucao,
     cob_body,
+    cob_kind,
     devolucao_id_for,
     parse_devolucao,
     refund_reference,
@@ -55,6 +60,7 @@ ORIGINAL = "ORIGINAL"
 class ApiPixProvider(PaymentProvider):
     name = "api_pix"
     refundable_methods = frozenset({PIX})
+    issues_due_date_charges = True
 
     def __init__(self, client: ApiPixClient, payer_path: tuple[str, ...] | None = None):
         self.client = client
@@ -72,7 +78,7 @@ class ApiPixProvider(PaymentProvider):
         """The cob as the PSP holds it now (provider-status shows it whole)."""
         if request.method != PIX:
             raise _not_offered(request.method)
-        cob = self.client.get_cob(request.provider_reference)
+        cob = self._get_cob(request.provider_reference)
         return ProviderStatus(status=str(cob.get("status")), raw=cob)
 
     def cancel_payment(self, method: str, provider_reference: str) -> None:
@@ -80,13 +86,16 @@ class ApiPixProvider(PaymentProvider):
         if method != PIX:
             raise _not_offered(method)
         try:
-            self.client.patch_cob(provider_reference, {"status": REMOVED_BY_RECEIVER})
+            self.client.patch_cob(
+                provider_reference, {"status": REMOVED_BY_RECEIVER}, cob_kind(provider_reference)
+            )
         except ApiPixRefused as refusal:
-            if self._cob_status(provider_reference) not in REMOVED_STATUSES:
+            if self._get_cob(provider_reference).get("status") not in REMOVED_STATUSES:
                 raise refusal
 
     def create_charge(self, request: PixChargeRequest) -> PixCharge:
-        txid = txid_for(request.reference)
+        """A cob, or a cobv when the request has a due date."""
+        txid = txid_for(request.reference, COB if request.due is None else COBV)
         try:
             body = cob_body(
                 request.amount,
@@ -95,6 +104,7 @@ class ApiPixProvider(PaymentProvider):
                 request.payer_document,
                 receiver_key=self.client.settings.receiver_pix_key,
                 description=request.description,
+                terms=request.due,
             )
         except ValueError as error:
             raise ProviderRefused(f"API Pix: {error}.", code="invalid_cob") from error
@@ -105,7 +115,7 @@ class ApiPixProvider(PaymentProvider):
             # Our public QR address (`/v1/pix/locations/<id>/qr.png`): random like the
             # sandbox's, since a PSP's `loc.id` is often a guessable sequence number.
             location_id=uuid.uuid4().hex,
-            expires_at=_expires_at(cob, request.expires_in),
+            expires_at=_expires_at(cob, request),
         )
 
     def _put_cob(self, txid: str, body: dict) -> dict:
@@ -121,7 +131,7 @@ class ApiPixProvider(PaymentProvider):
 
     def _put_or_read_back(self, txid: str, body: dict) -> dict:
         try:
-            return self.client.put_cob(txid, body)
+            return self.client.put_cob(txid, body, cob_kind(txid))
         except ApiPixRefused as refusal:
             return self._held_cob(txid, body, refusal)
 
@@ -129,7 +139,7 @@ class ApiPixProvider(PaymentProvider):
         """The cob `txid` when the PSP already holds the one we asked for (a repeated PUT
         some PSPs refuse); otherwise the refusal stands."""
         try:
-            cob = self.client.get_cob(txid)
+            cob = self._get_cob(txid)
         except ApiPixRefused:
             raise refusal from None
         same = (cob.get("valor") or {}).get("original") == body["valor"]["original"]
@@ -137,8 +147,8 @@ class ApiPixProvider(PaymentProvider):
             raise refusal
         return cob
 
-    def _cob_status(self, txid: str) -> str:
-        return str(self.client.get_cob(txid).get("status"))
+    def _get_cob(self, txid: str) -> dict:
+        return self.client.get_cob(txid, cob_kind(txid))
 
     def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:
         """An automatic return (a payment we will not credit), as a devolução of all of it."""
@@ -210,15 +220,17 @@ def _parsed_devolucao(answer: dict) -> Devolucao:
         raise ProviderError(f"API Pix: unusable devolução ({error}).", "bad_answer") from error
 
 
-def _expires_at(cob: dict, expires_in: int) -> datetime:
-    """`calendario.criacao` + `expiracao`, the PSP's own clock; now + `expires_in` when the
-    answer lacks them."""
+def _expires_at(cob: dict, request: PixChargeRequest) -> datetime:
+    """A cob's `calendario.criacao` + `expiracao`, the PSP's own clock, or now + `expires_in`
+    when the answer lacks them; a cobv has no `expiracao`: the end of its last payable day."""
+    if request.due is not None:
+        return due.payable_until(request.due).astimezone(UTC)
     calendario = cob.get("calendario") or {}
     try:
         created = datetime.fromisoformat(calendario["criacao"]).astimezone(UTC)
         return created + timedelta(seconds=int(calendario["expiracao"]))
     except (KeyError, TypeError, ValueError):
-        return utcnow() + timedelta(seconds=expires_in)
+        return utcnow() + timedelta(seconds=request.expires_in)
 
 
 def _not_offered(method: str) -> ProviderRefused:

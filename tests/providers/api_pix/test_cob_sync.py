@@ -105,9 +105,9 @@ def ignoring_the_status_filter(psp) -> None:
     """The fake PSP lists every cob when asked for removed ones, as a careless PSP might."""
     unfiltered = psp._list_cobs
 
-    def listed(body, request):
+    def listed(body, request, **route):
         args = {name: value for name, value in request.args.items() if name != "status"}
-        return unfiltered(body, Request.from_values(query_string=args))
+        return unfiltered(body, Request.from_values(query_string=args), **route)
 
     psp._list_cobs = listed
 

@@ -50,6 +50,44 @@ def test_patterns_match_whole_values():
     assert violation.startswith("original:")
 
 
+def test_a_daily_discount_is_one_branch_of_the_cobv_discount():
+    daily = {"modalidade": 3, "valorPerc": "1.00"}
+    both = {**daily, "descontoDataFixa": [{"data": "2026-12-01", "valorPerc": "1.00"}]}
+
+    def violations(desconto):
+        return standard.schema_violations(
+            standard.component("CobVValor"), {"original": "10.00", "desconto": desconto}
+        )
+
+    assert violations(daily) == []
+    assert violations(both) != []
+
+
+def test_a_cobv_s_receiver_has_its_address_inside_it():
+    recebedor = {
+        "cnpj": "11222333000181",
+        "nome": "Acme",
+        "logradouro": "Rua",
+        "cidade": "São Paulo",
+        "uf": "SP",
+        "cep": "01001000",
+    }
+
+    def violations(receiver):
+        return standard.schema_violations(
+            standard.component("DadosRecebedor"), {"recebedor": receiver}
+        )
+
+    assert violations(recebedor) == []
+    assert violations({**recebedor, "cep": None}) != []
+
+
+def test_a_txid_under_cobv_is_the_api_s_not_the_payer_s_location():
+    operation, values = standard.find_operation("GET", f"/cobv/{TXID}v")
+
+    assert (operation.template, values) == ("/cobv/{txid}", {"txid": f"{TXID}v"})
+
+
 def test_a_loc_as_the_old_fake_sent_it_is_caught():
     cob = {
         "calendario": {"criacao": "2020-09-09T20:15:00Z", "expiracao": 3600},
