@@ -151,6 +151,21 @@ def test_each_change_to_a_transaction_moves_it_between_rows_and_the_fold_keeps_t
         assert totals(account_id) == recount(account_id)
 
 
+def test_a_due_date_charge_paid_with_interest_moves_its_amount_too(app, account_id):
+    """Paying a charge with a due date sets its amount to what was paid (fine and interest
+    in): the day's total follows the money, not the original."""
+    with app.app_context():
+        charge_id = add(account_id, sao_paulo(MONDAY, 9), 100_000, due_original_amount=100_000)
+        db.session.expire_all()
+        charge = db.session.get(Transaction, charge_id)
+        charge.status, charge.paid_with, charge.amount = S.PAID, "PIX", 100_167
+        charge.paid_at = charge.finalised_at = sao_paulo(MONDAY, 11)
+        db.session.commit()
+        expected = recount(account_id)
+        assert totals(account_id) == expected
+        assert sum(v for (key, what), v in expected.items() if what == "amount") == 100_167
+
+
 def test_a_change_to_an_attribute_never_read_still_leaves_its_old_row(app, account_id):
     """After a commit every attribute is expired: setting the status without reading it
     first must still know the status it replaces (`active_history` on the model)."""
