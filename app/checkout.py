@@ -24,7 +24,6 @@ from werkzeug.wrappers import Response
 from wtforms import HiddenField
 from wtforms.validators import AnyOf, Optional
 
-from app.business_days import sao_paulo_day
 from app.errors import InvalidRequest, NotFound
 from app.extensions import db
 from app.formats.charges import PUBLIC_STATUS
@@ -73,7 +72,7 @@ def page(charge_id: str) -> str:
     return render_template(
         "checkout/page.html",
         charge=charge,
-        amount_due=due.charge_amount_due(charge, sao_paulo_day(utcnow())) if payable else None,
+        amount_due=due.shown_amount_due(charge, utcnow()) if payable else None,
         status=status,
         status_labels=STATUS_LABELS,
         merchant_name=db.session.get(Account, charge.account_id).name,

@@ -5,6 +5,7 @@ due date as a day, money from integer minor units and percentages in the page's 
 import enum
 import re
 from datetime import date, datetime
+from decimal import Decimal
 
 from flask import Flask
 from flask_babel import get_locale, get_timezone, gettext
@@ -51,9 +52,17 @@ def money(amount: int | None, currency: str = "BRL") -> str:
     return "" if amount is None else localized_money(amount, currency, str(get_locale()))
 
 
-def percent(rate: float, decimals: int = 1) -> str:
+def percent(rate: float) -> str:
     """0.6667 → 66,7% in pt_BR, 66.7% in en."""
-    return format_percent(rate, str(get_locale()), decimals)
+    return format_percent(rate, str(get_locale()))
+
+
+def percentage(value: float) -> str:
+    """A number of percent as typed (a due date's 2.5) → 2,5% in pt_BR: its own decimals,
+    two at most, none added."""
+    exact = Decimal(str(value)).normalize()
+    decimals = min(max(-exact.as_tuple().exponent, 0), 2)
+    return format_percent(float(exact) / 100, str(get_locale()), decimals)
 
 
 def day_first(text: str) -> str:
@@ -115,6 +124,7 @@ def register_templating(app: Flask) -> None:
     app.add_template_filter(boleto.formatted_due_date, "boleto_due_date")
     app.add_template_filter(money)
     app.add_template_filter(percent)
+    app.add_template_filter(percentage)
     app.add_template_filter(documents.formatted, "tax_id")
     app.add_template_filter(breakable_url)
     app.add_template_filter(short_id)

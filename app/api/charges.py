@@ -100,7 +100,7 @@ class PixCharges(ApiKeyView):
 class PixLocation(MethodView):
     @pix_blp.doc(security=[])
     @pix_blp.response(200)
-    @pix_blp.errors(404)
+    @pix_blp.errors(400, 404)
     @pix_blp.arguments(LocationQuerySchema, location="query")
     def get(self, query, location_id):
         """The payload behind a dynamic BR Code issued before `/v1/qr/{code_id}` (no
@@ -112,7 +112,7 @@ class PixLocation(MethodView):
 class PixCodeLocation(MethodView):
     @location_blp.doc(security=[])
     @location_blp.response(200)
-    @location_blp.errors(404)
+    @location_blp.errors(400, 404)
     @location_blp.arguments(LocationQuerySchema, location="query")
     def get(self, query, code_id):
         """The payload behind a dynamic BR Code (no credentials: payers' banks read it); for

@@ -28,6 +28,7 @@ from app.formats.labels import REFUND_STATUS_LABELS, TRANSACTION_STATUS_LABELS
 from app.formats.payments import METHOD_LABELS, payment_fields, transaction_id
 from app.methods import boleto
 from app.models import Origin, PendingReason, Refund, TransactionStatus
+from app.pix import due
 from app.services.allowances import Allowance, manager_allowance
 from app.services.transactions import charges, payments, receipts, refunds
 from app.services.transactions.charges import RESERVED_METADATA_KEYS
@@ -173,6 +174,7 @@ def _detail_page(
         and payment.finalised_at is None,
         checkout_url=checkout_url(payment),
         due=due_fields(payment) if payment.due_terms is not None else None,
+        is_fixed=due.is_fixed,
         boleto_line=boleto.formatted_line(payment.boleto_line) if payment.boleto_line else None,
         description=metadata.get("description"),
         failure_reason=_failure_reason(metadata),

@@ -16,7 +16,6 @@ from flask import flash, g, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 
-from app.business_days import sao_paulo_day
 from app.dashboard import bp
 from app.dashboard.charts import VolumeChart
 from app.dashboard.exports import EXPORT_CHUNK, Money, csv_response, spreadsheet_cell
@@ -110,12 +109,10 @@ CHARGE_FIELD_FOR_PARAM = {
     "due.discounts": "discount_type",
     "due.discounts.type": "discount_type",
     "due.discounts.value": "discount_value",
-    "due.discounts[0].type": "discount_type",
-    "due.discounts[0].value": "discount_value",
-    "due.discounts[0].until": "discount_until",
+    "due.discounts.0.type": "discount_type",
+    "due.discounts.0.value": "discount_value",
+    "due.discounts.0.until": "discount_until",
 }
-# The form's values typed in reais; the other types take a percentage.
-REAIS_TYPES = frozenset({"fixed", "fixed_day"})
 
 
 @dataclass(frozen=True)
@@ -400,16 +397,20 @@ def _due_terms(form: TestChargeForm) -> due.DueTerms | None:
                 param="due.date",
             )
         return None
-    discount_type = form.discount_type.data
     discount = _rule(form.discount_type, form.discount_value, "due.discounts.value")
-    if discount_type in due.DATED_DISCOUNT_TYPES:
-        until = form.discount_until.data
+    until = form.discount_until.data
+    if discount is not None and discount.type in due.DATED_DISCOUNT_TYPES:
         if until is None:
             raise InvalidRequest(
                 translatable("Enter the last day the discount applies."),
-                param="due.discounts[0].until",
+                param="due.discounts.0.until",
             )
         discount = (due.DatedDiscount(until, discount.type, discount.value),)
+    elif until is not None:
+        raise InvalidRequest(
+            translatable("Only a discount until a date takes a date: choose one, or clear it."),
+            param="due.discounts.0.until",
+        )
     elif discount is not None:
         discount = due.DailyDiscount(discount.type, discount.value)
     return due.DueTerms(
@@ -428,23 +429,29 @@ def _interest(form: TestChargeForm) -> due.Interest | None:
 
 
 def _rule(type_field, value_field, param: str) -> due.FixedOrPercent | None:
-    """One option of the form: its type, and its value in reais (centavos) or percent."""
+    """One option of the form: its type, and its value in reais (centavos) or percent; a
+    value typed beside no type is refused rather than dropped."""
     if not type_field.data:
+        if (value_field.data or "").strip():
+            raise InvalidRequest(
+                translatable("Choose what this value is, an amount or a percentage, or clear it."),
+                param=param.replace(".value", ".type"),
+            )
         return None
     text = value_field.data or ""
     try:
-        value = to_minor_units(text) if type_field.data in REAIS_TYPES else to_percent(text)
+        value = to_minor_units(text) if due.is_fixed(type_field.data) else to_percent(text)
     except ValueError as problem:
         raise InvalidRequest(str(problem), param=param) from None
     return due.FixedOrPercent(type_field.data, value)
 
 
 def _amount_due_today(payment: Transaction) -> int | None:
-    """What a charge with a due date asks today while it can be paid; None otherwise."""
-    if not charges.payability(payment).allowed:
+    """What a charge with a due date asks today while it waits for payment; None otherwise."""
+    if payment.paid_at is not None:
         return None
-    breakdown = due.charge_amount_due(payment, sao_paulo_day(utcnow()))
-    return None if breakdown is None else breakdown.total
+    shown = due.shown_amount_due(payment, utcnow())
+    return None if shown is None else shown.total
 
 
 def _blank_payment_form() -> TestPaymentForm:

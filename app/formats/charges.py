@@ -9,7 +9,6 @@ from decimal import Decimal
 import marshmallow as ma
 from flask import current_app
 
-from app.business_days import sao_paulo_day
 from app.models import DISPUTED_STATUSES, Transaction, TransactionStatus
 from app.models.base import utcnow
 from app.pix import due
@@ -86,7 +85,7 @@ def due_fields(transaction: Transaction) -> dict:
     """The terms as the merchant sent them, the last day a Pix is taken, and the amount
     asked on the day it was paid, or today while it is not."""
     terms = due.from_json(transaction.due_terms)
-    breakdown = due.charge_amount_due(transaction, sao_paulo_day(transaction.paid_at or utcnow()))
+    breakdown = due.shown_amount_due(transaction, utcnow())
     if isinstance(terms.discounts, tuple):
         discounts = [{"until": tier.until.isoformat(), **_rule(tier)} for tier in terms.discounts]
     else:
@@ -100,7 +99,8 @@ def due_fields(transaction: Transaction) -> dict:
         "rebate": terms.rebate and _rule(terms.rebate),
         "original_amount": transaction.due_original_amount,
         "last_payable_date": due.last_payable_day(terms),
-        "amount_due": {
+        "amount_due": breakdown
+        and {
             "date": breakdown.day,
             "original": breakdown.original,
             "rebate": breakdown.rebate,
@@ -202,7 +202,11 @@ class DueSchema(ma.Schema):
     last_payable_date = ma.fields.Date()
     amount_due = ma.fields.Nested(
         AmountDueSchema,
-        metadata={"description": "On the day it was paid; while unpaid, today."},
+        allow_none=True,
+        metadata={
+            "description": "On the day it was paid; while it awaits payment, today; null "
+            "when it can no longer be paid (expired, cancelled, held for review)."
+        },
     )
 
 

@@ -26,14 +26,14 @@ Removed cobs are listed after the Pix, so a Pix paid just before the removal is 
 first. `GET /cob` filters by creation, not by change, so the cob window is always the life of
 the longest charge (`charges.MAX_EXPIRES_IN`) plus the overlap, with no mark: every charge
 that can still be pending is covered. A cobv (a charge with a due date) may stay payable for
-months, so `GET /cobv` is listed from the creation of the oldest live one still awaiting
-payment, less the overlap, and not at all when there is none. A removed cob or cobv
-(`mapping.COB_STATUS` → CANCELLED) cancels our charge if it is still awaiting payment, as a
-merchant's cancel does (`payments.mark_cancelled`, same events); one past its expiry is
-expired instead, and one already paid, expired or cancelled is left alone and logged. A
-`CONCLUIDA` cob is never acted on: money is credited only from the received Pix (`GET /pix`
-or the webhook), which carries the end-to-end id, amount and payer that
-`pix_payments.receive` checks; a cob's status carries none of them.
+years, so `GET /cobv` is listed only around the creation of each live one still awaiting
+payment (`cobv_spans`: the overlap either side, stretches merged), and not at all when there
+is none. A removed cob or cobv (`mapping.COB_STATUS` → CANCELLED) cancels our charge if it is
+still awaiting payment, as a merchant's cancel does (`payments.mark_cancelled`, same events);
+one past its expiry is expired instead, and one already paid, expired or cancelled is left
+alone and logged. A `CONCLUIDA` cob is never acted on: money is credited only from the
+received Pix (`GET /pix` or the webhook), which carries the end-to-end id, amount and payer
+that `pix_payments.receive` checks; a cob's status carries none of them.
 """
 
 import json
@@ -205,18 +205,30 @@ def _stop_at_checkpoint(
 def _cancel_removed_cobs(until: datetime) -> None:
     """Each cob, then each cobv, the PSP removed, applied in its own transaction (see the
     module's doc)."""
-    windows = [(COB, until - COB_WINDOW)]
-    oldest_cobv = api_pix_inbound.oldest_awaited_cobv_created_at()
-    if oldest_cobv is not None:
-        windows.append((COBV, min(oldest_cobv - OVERLAP, until)))
-    for kind, since in windows:
+    windows = [(COB, until - COB_WINDOW, until)]
+    windows += [(COBV, *span) for span in cobv_spans(api_pix_inbound.awaited_cobv_creation_times())]
+    for kind, since, to in windows:
         sweep(
-            api_pix_client().iter_cobs(since, until, status=REMOVED_BY_PSP, kind=kind),
+            api_pix_client().iter_cobs(since, to, status=REMOVED_BY_PSP, kind=kind),
             api_pix_inbound.apply_removed_cob,
             log=log,
             failure="removed cob not applied; retried next run",
             details=lambda cob: {"txid": cob.get("txid")},
         )
+
+
+def cobv_spans(created: list[datetime]) -> list[tuple[datetime, datetime]]:
+    """The listing spans that cover these creation times (in order), each within the
+    overlap of one and merged when they meet: one request per stretch of days that holds an
+    awaited cobv, however old, instead of one per day since the oldest."""
+    spans: list[tuple[datetime, datetime]] = []
+    for moment in created:
+        start, end = moment - OVERLAP, moment + OVERLAP
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
 
 
 def _window_start(mark: bytes | None, until: datetime) -> datetime:

@@ -22,6 +22,7 @@ MAX_CITY = 15
 MAX_ACCOUNT_INFO = 99
 MAX_KEY_OR_LOCATION = 77
 MAX_AMOUNT_LENGTH = 13
+MAX_AMOUNT = 10 ** (MAX_AMOUNT_LENGTH - 1) - 1  # centavos: the 13 characters of 9999999999.99
 _STATIC_TXID = re.compile(r"[A-Za-z0-9]{1,25}")
 _AMOUNT = re.compile(r"\d{1,10}\.\d{2}")
 

@@ -19,17 +19,18 @@ Why the rules are what they are (API Pix 2.9.0, `CobVValor` and `CobDataDeVencim
   a discount worth the whole original amount or 100 %, and so does `problems`.
 """
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from app.business_days import SAO_PAULO, is_business_day, sao_paulo_day
+from app.formats.money import Amount
 from app.marks import translatable
-
-if TYPE_CHECKING:
-    from app.models import Transaction
+from app.models import Transaction, TransactionStatus
+from app.pix.brcode import MAX_AMOUNT
 
 FINE_TYPES = ("fixed", "percent")
 REBATE_TYPES = ("fixed", "percent")
@@ -38,9 +39,12 @@ DATED_DISCOUNT_TYPES = ("fixed", "percent")
 DAILY_DISCOUNT_TYPES = ("fixed_day", "percent_day")
 MAX_DAYS_VALID_AFTER = 90
 MAX_DATED_DISCOUNTS = 3
+# How far ahead a due date may be: an invoice, rent or a school year, with room to spare;
+# it also bounds the charge's life (and what reconciliation must look back over).
+MAX_DAYS_AHEAD = 3 * 366
 MAX_PERCENT = Decimal(100)  # exclusive: 100 % of the original would leave nothing to pay
 
-_FIXED_TYPES = frozenset({"fixed", "fixed_day"})
+FIXED_TYPES = frozenset({"fixed", "fixed_day"})  # centavos; every other type is a percentage
 _PERIOD_DAYS = {"percent_month": 30, "percent_year": 365}
 _CENTAVO = Decimal(1)
 _HUNDREDTH = Decimal("0.01")
@@ -159,7 +163,12 @@ def amount_due(original: int, terms: DueTerms, day: date) -> AmountDue:
     )
 
 
-def charge_amount_due(charge: "Transaction", day: date) -> AmountDue | None:
+def is_fixed(type_: str) -> bool:
+    """Whether a value of this type is centavos (else a number of percent)."""
+    return type_ in FIXED_TYPES
+
+
+def charge_amount_due(charge: Transaction, day: date) -> AmountDue | None:
     """What a charge with a due date asks of a Pix made on `day` (São Paulo), in parts; None
     for any other charge, whose amount is fixed."""
     if charge.due_terms is None:
@@ -167,10 +176,21 @@ def charge_amount_due(charge: "Transaction", day: date) -> AmountDue | None:
     return amount_due(charge.due_original_amount, from_json(charge.due_terms), day)
 
 
-def amount_payable(charge: "Transaction", at: datetime) -> int:
+def amount_payable(charge: Transaction, at: datetime) -> int:
     """The exact amount a Pix made at `at` must carry."""
     breakdown = charge_amount_due(charge, sao_paulo_day(at))
     return charge.amount if breakdown is None else breakdown.total
+
+
+def shown_amount_due(charge: Transaction, now: datetime) -> AmountDue | None:
+    """The breakdown people are shown: of the day it was paid, or of today while it waits
+    for payment; None for a charge without a due date, and for one that is neither paid nor
+    payable (expired, cancelled, held for review), where no day's amount applies."""
+    if charge.paid_at is not None:
+        return charge_amount_due(charge, sao_paulo_day(charge.paid_at))
+    if charge.status is TransactionStatus.WAITING_PAYMENT:
+        return charge_amount_due(charge, sao_paulo_day(now))
+    return None
 
 
 def problems(original: int, terms: DueTerms, today: date) -> list[DueProblem]:
@@ -179,6 +199,9 @@ def problems(original: int, terms: DueTerms, today: date) -> list[DueProblem]:
     found: dict[str, DueProblem] = {}
     for problem in _violations(original, terms, today):
         found.setdefault(problem.param, problem)
+    if not found:  # well-formed terms: what they come to
+        for problem in _amount_problems(original, terms, today):
+            found.setdefault(problem.param, problem)
     return list(found.values())
 
 
@@ -247,7 +270,7 @@ def _amount(
 ) -> int:
     """Whole centavos: a fixed value (per day for the daily types), or a percentage of the
     original over `days` (pro rata for a monthly or yearly rate), rounded once, half up."""
-    if term.type in _FIXED_TYPES:
+    if is_fixed(term.type):
         return term.value * days
     period = _PERIOD_DAYS.get(term.type, 1)
     with localcontext(_EXACT):
@@ -258,6 +281,12 @@ def _amount(
 def _violations(original: int, terms: DueTerms, today: date) -> Iterator[DueProblem]:
     if terms.date < today:
         yield DueProblem("due.date", translatable("The due date must not be before today."))
+    elif (terms.date - today).days > MAX_DAYS_AHEAD:
+        yield DueProblem(
+            "due.date",
+            translatable("The due date is at most %(days)s days from today."),
+            {"days": MAX_DAYS_AHEAD},
+        )
     days = terms.days_valid_after
     if isinstance(days, bool) or not isinstance(days, int) or not 0 <= days <= MAX_DAYS_VALID_AFTER:
         yield DueProblem(
@@ -284,7 +313,7 @@ def _violations(original: int, terms: DueTerms, today: date) -> Iterator[DueProb
         )
     largest_discount = 0
     for index, discount in enumerate(dated):
-        path = f"due.discounts[{index}]"
+        path = f"due.discounts.{index}"
         if discount.until > terms.date:
             yield DueProblem(
                 f"{path}.until", translatable("A discount's date must not be after the due date.")
@@ -320,6 +349,36 @@ def _violations(original: int, terms: DueTerms, today: date) -> Iterator[DueProb
             )
 
 
+def _amount_problems(original: int, terms: DueTerms, today: date) -> Iterator[DueProblem]:
+    """What well-formed terms come to: never more than a Pix carries on the last payable day,
+    never nothing to pay with a daily discount paid today, and tiers that shrink as their
+    dates go on (so every reading of "the discount until that date" agrees, a PSP's too)."""
+    if amount_due(original, terms, last_payable_day(terms)).total > MAX_AMOUNT:
+        yield DueProblem(
+            "due.interest.value" if terms.interest else "due.fine.value",
+            translatable(
+                "With the fine and interest, the last payable day would ask over %(max)s."
+            ),
+            {"max": Amount(MAX_AMOUNT, "BRL")},
+        )
+    rebate = _amount(original, terms.rebate) if terms.rebate else 0
+    if isinstance(terms.discounts, DailyDiscount):
+        days_early = (effective_due_date(terms) - today).days
+        if days_early > 0 and rebate + _amount(original, terms.discounts, days_early) >= original:
+            yield DueProblem(
+                "due.discounts.value",
+                translatable("Paid today, the daily discount would leave nothing to pay."),
+            )
+    elif terms.discounts:
+        by_date = sorted(terms.discounts, key=lambda discount: discount.until)
+        for earlier, later in itertools.pairwise(by_date):
+            if _amount(original, later) >= _amount(original, earlier):
+                yield DueProblem(
+                    f"due.discounts.{terms.discounts.index(later)}.value",
+                    translatable("A discount until a later date must be smaller."),
+                )
+
+
 def _capped_problem(
     original: int,
     path: str,
@@ -351,11 +410,12 @@ def _shape_problem(
     value = term.value
     if isinstance(value, bool) or not isinstance(value, int | Decimal):
         return DueProblem(f"{path}.value", translatable("The value is a number."))
-    if term.type in _FIXED_TYPES:
-        if not isinstance(value, int) or value < 1:
+    if is_fixed(term.type):
+        if not isinstance(value, int) or not 1 <= value <= MAX_AMOUNT:
             return DueProblem(
                 f"{path}.value",
-                translatable("A fixed value is a whole number of centavos, 1 or more."),
+                translatable("A fixed value is a whole number of centavos from 1 to %(max)s."),
+                {"max": MAX_AMOUNT},
             )
         return None
     percent = Decimal(value)

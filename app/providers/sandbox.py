@@ -23,7 +23,7 @@ from app.formats.money import DECIMAL_POINT, format_money
 from app.methods import boleto, multibanco
 from app.models import RefundStatus
 from app.models.base import utcnow
-from app.pix import brcode, locations
+from app.pix import brcode, due, locations
 from app.pix.identifiers import new_return_id, new_txid
 from app.providers.base import (
     PaymentInstructions,
@@ -205,7 +205,11 @@ class SandboxProvider(PaymentProvider):
             txid=new_txid(),
             br_code=br_code,
             location_id=location_id,
-            expires_at=utcnow() + timedelta(seconds=request.expires_in),
+            expires_at=(
+                due.payable_until(request.due).astimezone(UTC)
+                if request.due
+                else utcnow() + timedelta(seconds=request.expires_in)
+            ),
         )
 
     def return_pix(self, end_to_end_id: str, amount: int, refund_id: str) -> PixReturn:

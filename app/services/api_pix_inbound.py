@@ -322,15 +322,19 @@ def live_charge_id(txid: str | None) -> str | None:
     )
 
 
-def oldest_awaited_cobv_created_at() -> datetime | None:
-    """When the oldest live charge with a due date still awaiting payment was created, None
-    when there is none: `GET /cobv` lists by creation and a cobv may stay payable for months,
-    so its removals are listed from there rather than over a fixed window as cobs are."""
-    return db.session.scalar(
-        sa.select(sa.func.min(Transaction.created_at)).where(
-            Transaction.mode == KeyMode.LIVE,
-            Transaction.due_date.is_not(None),
-            Transaction.status.in_(lifecycle.AWAITING_PAYMENT),
+def awaited_cobv_creation_times() -> list[datetime]:
+    """When each live charge with a due date still awaiting payment was created, in order:
+    `GET /cobv` lists by creation and a cobv may stay payable for years, so its removals are
+    listed around these moments rather than over a window as long as a cobv's life."""
+    return list(
+        db.session.scalars(
+            sa.select(Transaction.created_at)
+            .where(
+                Transaction.mode == KeyMode.LIVE,
+                Transaction.due_date.is_not(None),
+                Transaction.status.in_(lifecycle.AWAITING_PAYMENT),
+            )
+            .order_by(Transaction.created_at)
         )
     )
 

@@ -115,7 +115,13 @@ def test_the_page_reads_in_portuguese(app, client, signed_in):
         ),
         ({"due_date": None}, "due_date", "Enter the due date that the fine, interest or"),
         ({"due_date": "2026-11-30"}, "due_date", "The due date must not be before today."),
-        ({"customer_document": None}, "customer_document", "customer.document is required"),
+        ({"customer_document": None}, "customer_document", "needs the customer's CPF or CNPJ"),
+        ({"fine_type": "", "fine_value": "2"}, "fine_type", "Choose what this value is"),
+        (
+            {"discount_type": "fixed_day", "discount_value": "1,00"},
+            "discount_until",
+            "Only a discount until a date takes a date",
+        ),
     ],
 )
 def test_each_rule_shows_beside_its_field_and_nothing_is_created(
@@ -131,7 +137,8 @@ def test_each_rule_shows_beside_its_field_and_nothing_is_created(
 
 def test_the_list_shows_todays_amount_and_filters_by_due_date(client, signed_in):
     assert _create(client).status_code == 303
-    assert _create(client, due_date="2026-12-20", discount_type=None).status_code == 303
+    no_discount = {"discount_type": None, "discount_value": None, "discount_until": None}
+    assert _create(client, due_date="2026-12-20", **no_discount).status_code == 303
     listed = _text(client.get(PAYMENTS))
     assert "R$940.00" in listed and "due 10/12/2026" in listed
     assert "R$990.00" in listed and "due 20/12/2026" in listed

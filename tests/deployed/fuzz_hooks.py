@@ -15,12 +15,16 @@ and real values, read from the JSON file FUZZ_CONTEXT names.
   cannot hold: check digits of a CPF or CNPJ, a Pix key of its stated type, the endpoint id a
   rotation body repeats, a cursor naming an object of the list, and a payout paid by Pix from
   the funded test wallet (the type decides which destination fields apply), MB WAY's phone,
-  and metadata without U+0000. Invalid (negative) cases keep what was generated.
+  and metadata without U+0000; a charge's due date with terms that hold together (from today,
+  with its payer named) and a location's intended payment day from today. Invalid (negative)
+  cases keep what was generated.
 """
 
 import json
 import os
+from datetime import datetime, timedelta
 from functools import cache
+from zoneinfo import ZoneInfo
 
 import requests
 import schemathesis
@@ -35,6 +39,7 @@ ROTATE_SECRET = "/{endpoint_id}/rotate-secret"
 PAYOUTS = "/v1/withdrawals"
 SANDBOX_DISPUTE = "/v1/sandbox/charges/{charge_id}/dispute"
 SMALLEST_PAYOUT, LARGEST_PAYOUT = 200, 1_000
+LARGEST_DUE_AMOUNT = 100_000_000_00  # R$ 100 milhões: fine and interest stay within a Pix
 MBWAY_PHONE = "+351912345678"
 CPF = "529.982.247-25"
 EVP = "123e4567-e89b-42d3-a456-426614174000"
@@ -141,6 +146,8 @@ def _use_real_query(path: str, query: dict) -> None:
         ]
     if "customer_id" in query:
         query["customer_id"] = CPF
+    if "DPP" in query:
+        query["DPP"] = _sao_paulo_today().isoformat()  # a payer pays from today on
     if "startDate" in query and "endDate" in query:
         query["endDate"] = query["startDate"]  # a period ends after it starts
 
@@ -160,6 +167,14 @@ def _use_real_values(path: str, body: dict, path_parameters: dict) -> None:
     if body.get("expected_payer_tax_id"):
         # the locked payer is named: the customer's name comes with the document
         body["customer"] = {**(body.get("customer") or {}), "name": "Ana Souza"}
+    if isinstance(body.get("due"), dict):
+        # terms whose values hold together (dates from today, parts below the amount, a late
+        # total a Pix can carry), and the payer the standard requires; no expiry applies
+        body["due"] = _real_due()
+        if isinstance(body.get("amount"), int):
+            body["amount"] = min(body["amount"], LARGEST_DUE_AMOUNT)
+        body["customer"] = {**(body.get("customer") or {}), "name": "Ana Souza", "document": CPF}
+        body.pop("expires_in", None)
     body.pop("webhookUrl", None)  # must name an endpoint the account registered
     if "MBWAY" in (body.get("paymentMethods") or []):
         # MB WAY asks the payer's phone for the push, in metadata.phone
@@ -175,3 +190,18 @@ def _use_real_values(path: str, body: dict, path_parameters: dict) -> None:
         if isinstance(body.get("amount"), int):
             # above the Pix payout fee, within the funded balance
             body["amount"] = min(max(body["amount"], SMALLEST_PAYOUT), LARGEST_PAYOUT)
+
+
+def _sao_paulo_today():
+    return datetime.now(ZoneInfo("America/Sao_Paulo")).date()
+
+
+def _real_due() -> dict:
+    due_date = _sao_paulo_today() + timedelta(days=10)
+    return {
+        "date": due_date.isoformat(),
+        "days_valid_after": 5,
+        "fine": {"type": "percent", "value": 2},
+        "interest": {"type": "percent_month", "value": 1},
+        "discounts": [{"until": due_date.isoformat(), "type": "percent", "value": 1}],
+    }

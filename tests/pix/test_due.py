@@ -15,12 +15,14 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from app.business_days import SAO_PAULO
+from app.pix.brcode import MAX_AMOUNT
 from app.pix.due import (
     DAILY_DISCOUNT_TYPES,
     DATED_DISCOUNT_TYPES,
     FINE_TYPES,
     INTEREST_TYPES,
     MAX_DATED_DISCOUNTS,
+    MAX_DAYS_AHEAD,
     MAX_DAYS_VALID_AFTER,
     REBATE_TYPES,
     AmountDue,
@@ -340,9 +342,7 @@ def test_dated_discounts_of_two_types_are_refused():
         )
     )
 
-    assert [problem.param for problem in problems(50_000, mixed, TODAY)] == [
-        "due.discounts[1].type"
-    ]
+    assert [problem.param for problem in problems(50_000, mixed, TODAY)] == ["due.discounts.1.type"]
 
 
 def test_a_bigger_later_tier_still_applies_to_an_earlier_payment():
@@ -386,7 +386,7 @@ VALID = terms(
         ),
         pytest.param(
             replace(
-                VALID, discounts=(DatedDiscount(TODAY, "fixed", 1), DatedDiscount(DUE, "fixed", 1))
+                VALID, discounts=(DatedDiscount(TODAY, "fixed", 2), DatedDiscount(DUE, "fixed", 1))
             ),
             id="discounts until today and until the due date",
         ),
@@ -452,32 +452,32 @@ PROBLEMS = [
     ),
     rule(
         dated(DatedDiscount(DUE, "fixed", 1), DatedDiscount(date(2024, 6, 17), "fixed", 1)),
-        "due.discounts[1].until",
+        "due.discounts.1.until",
         "until after the due date",
     ),
     rule(
         dated(DatedDiscount(date(2024, 5, 31), "fixed", 1)),
-        "due.discounts[0].until",
+        "due.discounts.0.until",
         "until in the past",
     ),
     rule(
         dated(DatedDiscount(DUE, "fixed", 2), DatedDiscount(DUE, "fixed", 1)),
-        "due.discounts[1].until",
+        "due.discounts.1.until",
         "two discounts until the same day",
     ),
     rule(
         dated(DatedDiscount(DUE, "fixed_day", 1)),
-        "due.discounts[0].type",
+        "due.discounts.0.type",
         "daily type on a dated discount",
     ),
     rule(
         dated(DatedDiscount(DUE, "fixed", 50_000)),
-        "due.discounts[0].value",
+        "due.discounts.0.value",
         "dated discount of the whole original",
     ),
     rule(
         dated(DatedDiscount(DUE, "percent", 100)),
-        "due.discounts[0].value",
+        "due.discounts.0.value",
         "dated discount of 100 %",
     ),
     rule(
@@ -509,6 +509,46 @@ PROBLEMS = [
         replace(VALID, rebate=FixedOrPercent("fixed", 45_000)),
         "due.rebate.value",
         "rebate and largest discount (5000) leave nothing",
+    ),
+    rule(
+        replace(VALID, date=TODAY + timedelta(days=MAX_DAYS_AHEAD + 1), discounts=None),
+        "due.date",
+        "due date too far ahead",
+    ),
+    rule(
+        replace(VALID, fine=FixedOrPercent("fixed", MAX_AMOUNT + 1)),
+        "due.fine.value",
+        "fixed fine over what a Pix carries",
+    ),
+    # Rules on what well-formed terms come to, checked once every field is well-formed.
+    rule(
+        terms(days_valid_after=1, fine=FixedOrPercent("fixed", MAX_AMOUNT - 50_000 + 1)),
+        "due.fine.value",
+        "fine takes the total over what a Pix carries",
+    ),
+    rule(
+        terms(
+            days_valid_after=MAX_DAYS_VALID_AFTER,
+            interest=Interest("fixed_day", MAX_AMOUNT // 90),
+        ),
+        "due.interest.value",
+        "interest takes the last day's total over what a Pix carries",
+    ),
+    rule(
+        # 13 days early today: 13 x 2000 + a 25000 rebate is over 50000
+        terms(rebate=FixedOrPercent("fixed", 25_000), discounts=DailyDiscount("fixed_day", 2_000)),
+        "due.discounts.value",
+        "daily discount paid today leaves nothing",
+    ),
+    rule(
+        terms(
+            discounts=(
+                DatedDiscount(date(2024, 6, 5), "fixed", 500),
+                DatedDiscount(date(2024, 6, 10), "fixed", 1_000),
+            )
+        ),
+        "due.discounts.1.value",
+        "a later tier bigger than an earlier one",
     ),
 ]
 
@@ -542,8 +582,8 @@ def test_one_problem_per_field_in_field_order():
         "due.date",
         "due.fine.value",
         "due.interest.type",
-        "due.discounts[0].until",
-        "due.discounts[0].value",
+        "due.discounts.0.until",
+        "due.discounts.0.value",
         "due.rebate.value",
     ]
 

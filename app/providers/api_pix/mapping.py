@@ -275,7 +275,7 @@ def _valor_perc(
     term: due.FixedOrPercent | due.Interest | due.DatedDiscount | due.DailyDiscount,
 ) -> str:
     """Reais for a fixed value (ours are centavos), else the percentage with 2 places."""
-    if term.type.startswith("fixed"):
+    if due.is_fixed(term.type):
         return valor(term.value)
     return f"{Decimal(term.value):.2f}"
 

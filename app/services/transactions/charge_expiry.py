@@ -95,7 +95,8 @@ def _expire(charge: Transaction, now: datetime) -> None:
         "failure": lifecycle.failure(
             translatable("The payment window ended before it was paid."),
             "expired",
-            ttl_seconds=charge.expires_in if charge.pix_br_code else None,
+            # a due date's charge chose no lifetime: its terms say until when
+            ttl_seconds=charge.expires_in if charge.pix_br_code and not charge.due_terms else None,
             at=now,
         ),
     }

@@ -20,7 +20,7 @@ from app.marks import translatable
 from app.models import Account, KeyMode, Origin, Transaction, TransactionStatus
 from app.models.base import new_id, utcnow
 from app.pix import due
-from app.pix.brcode import MAX_AMOUNT_LENGTH
+from app.pix.brcode import MAX_AMOUNT
 from app.pix.due import DueTerms
 from app.providers import provider_for
 from app.providers.base import (
@@ -39,7 +39,6 @@ PIX_CURRENCY = "BRL"
 MIN_EXPIRES_IN = 60
 MAX_EXPIRES_IN = 86_400
 MAX_DESCRIPTION = 500
-MAX_AMOUNT = 10 ** (MAX_AMOUNT_LENGTH - 1) - 1  # the BR Code's 13 characters: 9999999999.99
 RESERVED_METADATA_KEYS = frozenset({"description", "failure", "med"})
 MAX_METADATA_KEYS = 50
 MAX_METADATA_KEY_LENGTH = 40
@@ -218,8 +217,9 @@ def payment_day(charge: Transaction, intended: date | None) -> date:
     if intended < today:
         raise InvalidRequest("DPP is a day from today on.", param="DPP")
     if charge.due_terms is not None:
-        last = due.last_payable_day(due.from_json(charge.due_terms))
-        if intended > last:
+        terms = due.from_json(charge.due_terms)
+        if not due.payable_on(terms, intended):
+            last = due.last_payable_day(terms)
             raise InvalidRequest(
                 f"DPP is after the last day this charge can be paid ({last.isoformat()}).",
                 param="DPP",
@@ -362,17 +362,20 @@ def _check_due(new: NewCharge, document: str | None, now: datetime) -> None:
     every rule between the terms' values holds (`due.problems`)."""
     if new.expires_in is not None:
         raise InvalidRequest(
-            "expires_in does not apply to a charge with a due date: it is payable until "
-            "due.days_valid_after days after due.date.",
+            translatable(
+                "A charge with a due date takes no expiry: it can be paid until the days "
+                "valid after its due date have passed."
+            ),
             param="expires_in",
         )
     if not (new.customer.name or "").strip():
         raise InvalidRequest(
-            "customer.name is required for a charge with a due date.", param="customer.name"
+            translatable("A charge with a due date needs the customer's name."),
+            param="customer.name",
         )
     if document is None:
         raise InvalidRequest(
-            "customer.document is required for a charge with a due date.",
+            translatable("A charge with a due date needs the customer's CPF or CNPJ."),
             param="customer.document",
         )
     problems = due.problems(new.amount, new.due, sao_paulo_day(now))

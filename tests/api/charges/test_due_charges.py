@@ -122,6 +122,8 @@ def test_after_the_last_payable_day_the_charge_expires_and_a_pix_is_returned(
         expired = get(client, api_key, charge["id"]).get_json()
         assert expired["status"] == "expired"
         assert expired["metadata"]["failure"]["providerErrorCode"] == "expired"
+        assert "ttlSeconds" not in expired["metadata"]["failure"]  # it chose no lifetime
+        assert expired["due"]["amount_due"] is None  # no day's amount applies any more
         returned = pay(client, api_key, charge["id"]).get_json()
     assert returned["status"] == "expired"
     with app.app_context():
@@ -180,11 +182,18 @@ def test_the_shortcut_route_takes_a_due_date_too(client, api_key):
         ({"customer": {"document": CPF}}, "customer.name"),
         ({"expires_in": 3600}, "expires_in"),
         ({"due": {**DUE, "date": "2026-11-30"}}, "due.date"),
+        ({"due": {**DUE, "date": "2030-01-01"}}, "due.date"),  # over 3 years ahead
+        ({"due": {**DUE, "fine": {"type": "fixed", "value": 10**15}}}, "due.fine.value"),
+        ({"due": {**DUE, "fine": {"type": "fixed", "value": 1e308}}}, "due.fine.value"),
+        (
+            {"due": {**DUE, "interest": {"type": "fixed_day", "value": 3 * 10**11}}},
+            "due.interest.value",
+        ),
         ({"due": {**DUE, "fine": {"type": "percent", "value": 100}}}, "due.fine.value"),
         ({"due": {**DUE, "rebate": {"type": "fixed", "value": 100_000}}}, "due.rebate.value"),
         (
             {"due": {**DUE, "discounts": [{"until": "2026-12-11", "type": "fixed", "value": 1}]}},
-            "due.discounts[0].until",
+            "due.discounts.0.until",
         ),
         (
             {"due": {**DUE, "interest": {"type": "percent_day", "value": 0.001}}},

@@ -18,6 +18,7 @@ import time_machine
 
 from app.business_days import SAO_PAULO, sao_paulo_day
 from app.extensions import db
+from app.jobs.api_pix import OVERLAP, cobv_spans
 from app.models import ReceivedPix, Transaction
 from app.models.base import utcnow
 from app.pix.due import DueTerms
@@ -198,7 +199,7 @@ def test_dated_discounts_mixing_fixed_and_percent_are_refused_before_the_psp(cli
         )
 
     assert_error(
-        response, 400, "invalid_request_error", "invalid_request", param="due.discounts[1].type"
+        response, 400, "invalid_request_error", "invalid_request", param="due.discounts.1.type"
     )
     assert psp.calls("PUT", "/cobv/") == []
 
@@ -517,3 +518,16 @@ def test_the_fake_revises_an_active_cobv(psp, psp_client):
     assert revised["calendario"]["dataDeVencimento"] == "2026-12-20"
     assert revised["calendario"]["validadeAposVencimento"] == 5  # only what it names changes
     assert revised["valor"] == {"original": "100.00"}
+
+
+def test_cobv_removals_are_listed_around_each_awaited_charge_only():
+    """Two charges five minutes apart share one span; one a year older gets its own, and
+    the year between is never listed."""
+    first = datetime(2025, 12, 1, 10, tzinfo=SAO_PAULO)
+    later = datetime(2026, 12, 1, 10, tzinfo=SAO_PAULO)
+    spans = cobv_spans([first, later, later + timedelta(minutes=5)])
+
+    assert spans == [
+        (first - OVERLAP, first + OVERLAP),
+        (later - OVERLAP, later + timedelta(minutes=5) + OVERLAP),
+    ]
