@@ -14,6 +14,7 @@ from app.api.schemas.fields import (
     Amount,
     CursorPageSchema,
     DateTimeParam,
+    Day,
     EmailAddress,
     Pattern,
     QueryArgsSchema,
@@ -150,7 +151,7 @@ class SandboxPaymentSchema(ma.Schema):
 class LocationQuerySchema(QueryArgsSchema):
     """What a payer's bank may ask a location (API Pix `GET /cobv/{pixUrlAccessToken}`)."""
 
-    DPP = ma.fields.Date(
+    DPP = Day(
         metadata={
             "description": "The intended payment day, YYYY-MM-DD: a charge with a due date "
             "answers with its amounts on that day (today when left out)."

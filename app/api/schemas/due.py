@@ -4,6 +4,7 @@ dashboard's form gets the same answers)."""
 
 import marshmallow as ma
 
+from app.api.schemas.fields import DAY, Day
 from app.pix import due
 
 VALUE_RULE = (
@@ -53,7 +54,7 @@ class InterestSchema(ma.Schema):
 
 
 class DatedDiscountSchema(ma.Schema):
-    until = ma.fields.Date(required=True, metadata={"description": "YYYY-MM-DD, inclusive."})
+    until = Day(required=True, metadata={"description": "YYYY-MM-DD, inclusive."})
     type = _type_field(due.DATED_DISCOUNT_TYPES)
     value = DueValue()
 
@@ -79,7 +80,8 @@ def _rule_document(types: tuple[str, ...], dated: bool) -> dict:
         "value": {"type": "number", "description": VALUE_RULE},
     }
     if dated:
-        properties = {"until": {"type": "string", "format": "date"}, **properties}
+        until = {"type": "string", "format": "date", "pattern": f"^{DAY.pattern}$"}
+        properties = {"until": until, **properties}
     return {
         "type": "object",
         "properties": properties,
@@ -125,9 +127,7 @@ class Discounts(ma.fields.Field):
 
 
 class DueInputSchema(ma.Schema):
-    date = ma.fields.Date(
-        required=True, metadata={"description": "The due date in São Paulo, YYYY-MM-DD."}
-    )
+    date = Day(required=True, metadata={"description": "The due date in São Paulo, YYYY-MM-DD."})
     days_valid_after = ma.fields.Integer(
         strict=True,
         load_default=0,

@@ -9,6 +9,7 @@ from email_validator import SPECIAL_USE_DOMAIN_NAMES
 from app.services.idempotency import MAX_KEY_LENGTH, MIN_KEY_LENGTH
 
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # ASCII digits: `\d` takes any script's
 _DIGITS = re.compile(r"[0-9]+")
 
 NUL_FREE = r"^[^\x00]*$"
@@ -157,6 +158,20 @@ class QueryInteger(ma.fields.Integer):
         if len(value.lstrip("0")) > len(str(self.maximum)):
             return self.maximum + 1  # above the maximum, without converting thousands of digits
         return int(value)
+
+
+class Day(ma.fields.Date):
+    """A calendar day written `YYYY-MM-DD` and no other way (Python would also read
+    `20261210`), as the published pattern says: a client and the service judge it alike."""
+
+    def __init__(self, **kwargs):
+        metadata = {"pattern": f"^{DAY.pattern}$", **kwargs.pop("metadata", {})}
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str) or not DAY.fullmatch(value):
+            raise ma.ValidationError("Send a day as YYYY-MM-DD.")
+        return super()._deserialize(value, attr, data, **kwargs)
 
 
 class UtcDateTime(ma.fields.AwareDateTime):

@@ -219,6 +219,7 @@ def test_each_rule_of_the_terms_is_a_400_naming_its_field(client, api_key, chang
         {**DUE, "discounts": "often"},
         {**DUE, "discounts": []},
         {**DUE, "date": "10/12/2026"},
+        {**DUE, "date": "20261210"},  # Python reads it; the published pattern does not
     ],
 )
 def test_a_malformed_due_object_is_a_400_with_details(client, api_key, due):
