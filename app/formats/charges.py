@@ -83,7 +83,7 @@ def charge_fields(transaction: Transaction) -> dict:
 
 def due_fields(transaction: Transaction) -> dict:
     """The terms as the merchant sent them, the last day a Pix is taken, and the amount
-    asked on the day it was paid, or today while it is not."""
+    asked on the day it was paid, or today while it awaits payment (`due.shown_amount_due`)."""
     terms = due.from_json(transaction.due_terms)
     breakdown = due.shown_amount_due(transaction, utcnow())
     if isinstance(terms.discounts, tuple):

@@ -9,8 +9,9 @@ Why the rules are what they are (API Pix 2.9.0, `CobVValor` and `CobDataDeVencim
 - Discounts move with the prorrogation too, as the standard says of every field that refers
   to the due date (and as a PSP computes them): a daily discount counts the days to the
   prorrogated date, and a dated discount until the due date lasts until it.
-- Dated discounts are tiers: the largest whose `until` has not passed applies, so paying
-  earlier never costs more, however the merchant ordered or sized them.
+- Dated discounts are tiers that shrink as their dates go on (`problems` refuses others, so
+  every reading of "until that date" agrees): the first whose `until` has not passed, the
+  largest, applies, so paying earlier never costs more.
 - Interest runs in calendar days (juros modalities 1 to 4): a month is 30 days, a year 365.
 - Every percentage is of the original amount, as the standard says of the rebate, so no part
   depends on another. Each part is computed exactly and rounded once, half up, to centavos:

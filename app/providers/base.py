@@ -169,9 +169,6 @@ class PaymentProvider(ABC):
     # Whether a received Pix names its payer's document, so `expected_payer_tax_id` can be
     # checked; a charge that needs it is refused at creation where it cannot.
     reports_payer_document: bool = True
-    # Whether it issues Pix charges with a due date (cobv); a charge with one is refused at
-    # creation where it cannot.
-    issues_due_date_charges: bool = False
 
     @abstractmethod
     def supports(self, method: str, currency: str, amount: int) -> bool:

@@ -81,7 +81,6 @@ ACQUIRER_STATUS = {
 class SandboxProvider(PaymentProvider):
     name = "sandbox"
     refundable_methods = frozenset({"PIX", "CREDIT_CARD"})
-    issues_due_date_charges = True
 
     def __init__(self, public_base_url: str):
         self.public_base_url = public_base_url.rstrip("/")

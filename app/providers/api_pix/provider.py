@@ -60,7 +60,6 @@ ORIGINAL = "ORIGINAL"
 class ApiPixProvider(PaymentProvider):
     name = "api_pix"
     refundable_methods = frozenset({PIX})
-    issues_due_date_charges = True
 
     def __init__(self, client: ApiPixClient, payer_path: tuple[str, ...] | None = None):
         self.client = client

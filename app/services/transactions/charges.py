@@ -101,7 +101,6 @@ def create_charge(
     fields = _validated(new, now)
     provider = provider_for(mode)
     _require_payer_check(provider, fields["expected_payer_tax_id"])
-    _require_due_dates(provider, new.due)
     account = db.session.get(Account, account_id)
     fraud.check_velocity(account_id, mode, fields["payer_document"], now)
     expires_in = (
@@ -157,16 +156,6 @@ def _require_payer_check(provider: PaymentProvider, payer_lock: str | None) -> N
             "Create the charge without it.",
             code="unprocessable_entity",
             param="expected_payer_tax_id",
-        )
-
-
-def _require_due_dates(provider: PaymentProvider, terms: DueTerms | None) -> None:
-    if terms is not None and not provider.issues_due_date_charges:
-        raise Unprocessable(
-            "Charges with a due date cannot be issued in this mode yet: the Pix provider "
-            "adapter does not create them. Create an immediate charge.",
-            code="unprocessable_entity",
-            param="due",
         )
 
 
