@@ -101,8 +101,8 @@ CHARGE_FIELD_FOR_PARAM = {
     "due.date": "due_date",
     "due.days_valid_after": "days_valid_after",
     **{
-        f"due.{rule}.{part}": f"{field}_{part}"
-        for rule, field in (("fine", "fine"), ("interest", "interest"), ("rebate", "rebate"))
+        f"due.{rule}.{part}": f"{rule}_{part}"
+        for rule in ("fine", "interest", "rebate")
         for part in ("type", "value")
     },
     # the form has one discount: a daily one (`due.discounts`) or one dated tier
