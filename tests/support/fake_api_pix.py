@@ -65,6 +65,11 @@ PAYER_ISPB = "87654321"
 ERROR_TYPE = "https://pix.bcb.gov.br/api/v2/error/"
 LOCATION_HOST = "pix.example.com/qr/v2/"
 DEFAULT_EXPIRACAO = 86400
+# How long a simulated stall (`fail_next("timeout")`) holds its answer, and the client timeout
+# the tests use: well below the stall, yet long enough that a loaded CI machine answering an
+# ordinary request late is not taken for a stall (0.5 s was not, once).
+STALL_SECONDS = 3.0
+CLIENT_TIMEOUT_SECONDS = 2.0
 DEFAULT_VALIDADE_APOS_VENCIMENTO = 30
 # `CobVValor` modalidades whose valorPerc is a percentage (the others are reais).
 PERCENT_DESCONTOS = frozenset({2, 5, 6})
@@ -261,7 +266,7 @@ class FakeApiPix:
     tokens; `timeout_delay` how long a `fail_next("timeout")` answer waits."""
 
     token_lifetime: int = 300
-    timeout_delay: float = 1.0
+    timeout_delay: float = STALL_SECONDS
     server: object = None
     cobs: dict = field(default_factory=dict)
     pix: dict = field(default_factory=dict)

@@ -7,7 +7,7 @@ from app.models import KeyMode
 from app.providers import API_PIX_EXTENSION
 from app.providers.api_pix import ApiPixClient, ApiPixSettings
 from tests.support import factories, refunds
-from tests.support.fake_api_pix import TlsFiles, start_fake_api_pix
+from tests.support.fake_api_pix import CLIENT_TIMEOUT_SECONDS, TlsFiles, start_fake_api_pix
 
 
 class FakeClock:
@@ -34,7 +34,7 @@ def psp():
     """The fake PSP over plain HTTP (`test_api_pix_tls` overrides it with mutual TLS); its
     teardown (`stop`) fails the test when a request or an answer broke the API Pix
     standard, listing what did."""
-    fake = start_fake_api_pix(timeout_delay=1.0)
+    fake = start_fake_api_pix()
     yield fake
     fake.stop()
 
@@ -46,7 +46,9 @@ def clock():
 
 @pytest.fixture
 def client(psp, clock):
-    settings = ApiPixSettings.from_config(psp.config(API_PIX_TIMEOUT_SECONDS="0.5"))
+    settings = ApiPixSettings.from_config(
+        psp.config(API_PIX_TIMEOUT_SECONDS=CLIENT_TIMEOUT_SECONDS)
+    )
     return ApiPixClient(settings, clock=clock)
 
 
@@ -67,7 +69,7 @@ def merchant(app, monkeypatch):
 @pytest.fixture
 def live(app, monkeypatch, psp):
     """Live mode on, pointed at the fake PSP, with a fresh api (and token cache)."""
-    for name, value in psp.config(API_PIX_TIMEOUT_SECONDS=0.5).items():
+    for name, value in psp.config(API_PIX_TIMEOUT_SECONDS=CLIENT_TIMEOUT_SECONDS).items():
         monkeypatch.setitem(app.config, name, value)
     monkeypatch.delitem(app.extensions, API_PIX_EXTENSION, raising=False)
     return psp

@@ -43,7 +43,7 @@ from tests.providers.api_pix.test_inbound import (  # the live merchant and its 
 )
 from tests.support import charges
 from tests.support.charges import CPF, created
-from tests.support.fake_api_pix import RECEIVER_KEY
+from tests.support.fake_api_pix import CLIENT_TIMEOUT_SECONDS, RECEIVER_KEY
 from tests.support.http import assert_error
 
 __all__ = ["client", "live"]  # fixtures
@@ -237,7 +237,7 @@ def test_a_psp_outage_is_503_for_a_due_charge_too(app, client, live, psp):
 
 
 def test_a_lost_answer_is_read_back_from_the_cobv(app, monkeypatch, client, live, psp):
-    monkeypatch.setitem(app.config, "API_PIX_TIMEOUT_SECONDS", 0.5)  # the fake's delay is 1 s
+    monkeypatch.setitem(app.config, "API_PIX_TIMEOUT_SECONDS", CLIENT_TIMEOUT_SECONDS)
     psp.fail_next("timeout")
     psp.fail_next(409)  # a PSP that refuses a second PUT of a txid it holds
 

@@ -12,7 +12,7 @@ import requests
 
 from app.providers.api_pix import ApiPixClient, ApiPixSettings, ApiPixUnavailable, problems
 from app.providers.api_pix.mapping import cob_body, txid_for
-from tests.support.fake_api_pix import RECEIVER_KEY
+from tests.support.fake_api_pix import CLIENT_TIMEOUT_SECONDS, RECEIVER_KEY
 
 TXID = txid_for("0b0e5f4e-8f0a-4c55-9a8e-3f1d2a6b7c8d")
 
@@ -27,7 +27,7 @@ def sleeps() -> list[float]:
 
 
 def client_for(psp, clock, sleeps, session=None, **settings) -> ApiPixClient:
-    config = psp.config(API_PIX_TIMEOUT_SECONDS="0.5", **settings)
+    config = psp.config(API_PIX_TIMEOUT_SECONDS=CLIENT_TIMEOUT_SECONDS, **settings)
     return ApiPixClient(
         ApiPixSettings.from_config(config), session=session, clock=clock, sleep=sleeps.append
     )

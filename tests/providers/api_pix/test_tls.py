@@ -16,7 +16,7 @@ COB = {"calendario": {"expiracao": 3600}, "valor": {"original": "12.34"}, "chave
 @pytest.fixture
 def psp(tls_files):
     """Overrides the folder's plain-HTTP fake, so `live` and `client` go over mutual TLS."""
-    fake = start_fake_api_pix(tls=tls_files, timeout_delay=1.0)
+    fake = start_fake_api_pix(tls=tls_files)
     yield fake
     fake.stop()
 
