@@ -29,7 +29,9 @@ What it does, in one run on this machine:
    Charge creation enqueues the webhook relay job in Redis after commit; no RQ worker runs.
 4. Prints, per phase, requests, errors (any answer but the expected one, or no answer),
    elapsed time, requests/s, latency percentiles and the CPU the client itself used (in cores:
-   near the machine's core count, the client is what limits the figures), then the ratios to
+   near the machine's core count, the client is what limits the figures), the CPU the
+   server's processes (gunicorn's, the app's or the floor's), PostgreSQL and Redis used per
+   request (milliseconds, from /proc: where a phase's machine time goes), then the ratios to
    `healthz` and to `floor`; with `--json` also one JSON object. Stops both servers and
    drops the database at the end, also on failure, Ctrl-C or SIGTERM. Any error makes the
    exit status 1.
@@ -70,6 +72,7 @@ from common import (
     argument_parser,
     at_least,
     base_environment,
+    cpu_seconds_by_group,
     create_test_account,
     errors_summary,
     free_port,
@@ -109,6 +112,7 @@ class PhaseResult:
     samples: list[Sample]
     elapsed: float
     client_cpu: float
+    server_cpu: dict[str, float]  # CPU seconds per process group (`cpu_seconds_by_group`)
 
     @property
     def errors(self) -> list[str]:
@@ -133,6 +137,10 @@ class PhaseResult:
             "p99_ms": round(self.percentile_ms(0.99), 2),
             "max_ms": round(self.percentile_ms(1.0), 2),
             "client_cpu_cores": round(self.client_cpu / self.elapsed, 2),
+            **{
+                f"{group}_cpu_ms_per_request": round(1000 * seconds / len(self.samples), 2)
+                for group, seconds in self.server_cpu.items()
+            },
         }
 
 
@@ -269,6 +277,7 @@ def run_phase(name: str, total: int, concurrency: int, send: Request, expect: Ch
                 samples[index] = timed(session, index, send, expect)
 
     started, cpu_started = time.perf_counter(), time.process_time()
+    server_cpu_started = cpu_seconds_by_group()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         try:
             for future in [pool.submit(client) for _ in range(concurrency)]:
@@ -280,6 +289,10 @@ def run_phase(name: str, total: int, concurrency: int, send: Request, expect: Ch
         [sample for sample in samples if sample is not None],
         time.perf_counter() - started,
         time.process_time() - cpu_started,
+        {
+            group: seconds - server_cpu_started[group]
+            for group, seconds in cpu_seconds_by_group().items()
+        },
     )
 
 
@@ -426,7 +439,8 @@ def report(config: dict, results: dict[str, PhaseResult]) -> str:
         "  (account velocity limit raised so the guard never refuses: it still runs its query)",
         "",
         f"{'phase':<8}{'requests':>9}{'errors':>7}{'elapsed s':>10}{'req/s':>9}"
-        f"{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}{'client cpu':>11}",
+        f"{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}{'client cpu':>11}"
+        f"{'server ms':>10}{'pg ms':>7}{'redis ms':>9}",
     ]
     for name, result in results.items():
         f = result.figures()
@@ -434,6 +448,8 @@ def report(config: dict, results: dict[str, PhaseResult]) -> str:
             f"{name:<8}{f['requests']:>9}{f['errors']:>7}{f['elapsed_s']:>10.2f}"
             f"{f['requests_per_s']:>9.1f}{f['p50_ms']:>9.2f}{f['p90_ms']:>9.2f}"
             f"{f['p99_ms']:>9.2f}{f['max_ms']:>9.2f}{f['client_cpu_cores']:>11.2f}"
+            f"{f['app_cpu_ms_per_request'] + f['floor_cpu_ms_per_request']:>10.2f}"
+            f"{f['postgres_cpu_ms_per_request']:>7.2f}{f['redis_cpu_ms_per_request']:>9.2f}"
         )
     lines.append("")
     for label, ratio in ratios(results).items():

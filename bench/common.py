@@ -331,6 +331,35 @@ def vacuum_analyze(database_url: str, *tables: str) -> float:
         return time.perf_counter() - started
 
 
+# Where the machine's CPU goes during a phase (Linux /proc): the processes whose command
+# line contains each pattern, summed. PostgreSQL's backends and Redis are matched by name.
+CPU_GROUPS = {
+    "app": "wsgi:app",
+    "floor": "floor_app:app",
+    "postgres": "postgres",
+    "redis": "redis-server",
+}
+
+
+def cpu_seconds_by_group(groups: dict[str, str] = CPU_GROUPS) -> dict[str, float]:
+    """User plus system CPU seconds used so far by each group's live processes."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    totals = dict.fromkeys(groups, 0.0)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended meanwhile
+        for group, pattern in groups.items():
+            if pattern in command:
+                totals[group] += (int(fields[11]) + int(fields[12])) / ticks
+                break
+    return totals
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """Nearest-rank percentile (values need not be sorted); nan for no values."""
     if not values:
