@@ -193,13 +193,14 @@ def load_settings() -> dict:
 
 
 def engine_options(database_url: str) -> dict:
-    """Connection settings per backend: pre-ping everywhere, a busy timeout for SQLite. A
-    process keeps up to 10 connections, at least one per gunicorn thread (8 a worker,
-    deploy/gunicorn.conf.py), so a busy worker reuses them rather than opening and closing
-    overflow ones; 15 at most, as before, for PostgreSQL's max_connections."""
+    """Connection settings per backend: a busy timeout for SQLite. A process keeps up to 10
+    connections, at least one per gunicorn thread (8 a worker, deploy/gunicorn.conf.py), so a
+    busy worker reuses them rather than opening and closing overflow ones; 15 at most, as
+    before, for PostgreSQL's max_connections. A connection the server closed is replaced at
+    checkout without a round trip (`app.extensions._replace_dropped_connection`), not pinged."""
     if database_url.startswith("sqlite"):
         return {"connect_args": {"timeout": 30, "check_same_thread": False}}
-    return {"pool_pre_ping": True, "pool_recycle": 1800, "pool_size": 10, "max_overflow": 5}
+    return {"pool_recycle": 1800, "pool_size": 10, "max_overflow": 5}
 
 
 def validate_config(config: dict) -> None:

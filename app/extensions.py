@@ -1,5 +1,6 @@
 """Extension objects shared by the whole app, bound to it in `create_app`."""
 
+import select
 import sqlite3
 import time
 
@@ -10,6 +11,8 @@ from flask_smorest import Api
 from flask_smorest import Blueprint as SmorestBlueprint
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
+from psycopg import Connection as PostgresConnection
+from psycopg import OperationalError as PostgresOperationalError
 from redis import Redis
 from redis.connection import AbstractConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -17,7 +20,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq import Queue
 from sqlalchemy import MetaData, event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.pool import Pool
 from webargs.flaskparser import FlaskParser
 
 from app import errors
@@ -148,6 +153,33 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
+
+
+@event.listens_for(Pool, "checkout")
+def _replace_dropped_connection(dbapi_connection, _record, _proxy) -> None:
+    """A pooled PostgreSQL connection the server closed while it sat idle (a restart, a
+    failover, an idle timeout at a proxy) is replaced before a request or job uses it.
+
+    An idle connection has nothing to read, so a readable socket means the server spoke or
+    hung up (its termination notice, then end of file): one poll, no round trip. SQLAlchemy's
+    `pool_pre_ping` asked the server instead, a round trip on every checkout, which was a
+    fifth of a charge creation's time. Raising `DisconnectionError` makes the pool discard
+    this connection and hand out another.
+    """
+    if not isinstance(dbapi_connection, PostgresConnection):
+        return
+    if dbapi_connection.closed or _has_unread_data(dbapi_connection):
+        raise DisconnectionError("PostgreSQL closed this pooled connection while it was idle")
+
+
+def _has_unread_data(connection: PostgresConnection) -> bool:
+    try:
+        descriptor = connection.pgconn.socket
+    except PostgresOperationalError:  # libpq already knows the connection is gone
+        return True
+    poller = select.poll()
+    poller.register(descriptor, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 # Redis is optional for a request (rate limits, the sign-in throttle and the jobs enqueued
