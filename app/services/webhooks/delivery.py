@@ -347,7 +347,7 @@ def record_all(outcomes: list[tuple[str, int, Attempt]], now: datetime | None = 
     if not ours:
         return
     written = [(row, _outcome(row, attempt, now)) for row, attempt in ours]
-    db.session.execute(sa.update(WebhookDelivery), [values for _, values in written])
+    db.session.execute(_WRITE_OUTCOME, [values for _, values in written])
     for row, values in written:
         if values["status"] is D.FAILED:
             alerts.count_dead_letter(row.endpoint_id)
@@ -360,12 +360,21 @@ def record_all(outcomes: list[tuple[str, int, Attempt]], now: datetime | None = 
     )
 
 
+# One UPDATE by id, executed for a batch of outcomes (every `_outcome` has the same keys, the
+# columns it sets and `delivery_id`): a plain table statement built once, which costs the
+# engine's thread a fraction of the ORM's bulk update by primary key (that was a fifth of its
+# time at a few hundred deliveries a second).
+_WRITE_OUTCOME = sa.update(WebhookDelivery.__table__).where(
+    WebhookDelivery.__table__.c.id == sa.bindparam("delivery_id")
+)
+
+
 def _outcome(delivery: sa.Row, attempt: Attempt, now: datetime) -> dict:
     """What an attempt's outcome writes to its delivery (PROCESSING, ours): delivered,
     cancelled (its endpoint went away), dead-lettered after the last attempt, or due
     again after the backoff (or the endpoint's Retry-After)."""
     values = {
-        "id": delivery.id,
+        "delivery_id": delivery.id,
         "last_status_code": attempt.status_code,
         "last_response_body": attempt.body,
         "last_error": attempt.error or _http_error(attempt.status_code),

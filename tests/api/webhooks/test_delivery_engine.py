@@ -15,6 +15,8 @@ from app.models.base import utcnow
 from app.services.webhooks import delivery as webhook_delivery
 from tests.support import factories
 from tests.support.charges import created
+from tests.support.processes import wait_for
+from tests.support.slow_endpoint import Mode, slow_endpoint
 
 
 @pytest.fixture
@@ -150,3 +152,41 @@ def test_a_run_with_more_due_than_its_senders_asks_for_another_run(
         assert [job.func_name for job in queue.get_jobs()] == [
             "app.jobs.webhooks.send_due_deliveries"
         ]
+
+
+def test_an_answer_is_recorded_while_another_attempt_of_the_run_is_still_open(
+    app, client, api_key, receiver, monkeypatch
+):
+    monkeypatch.setattr(webhook_delivery, "ENGINE_RUN_SECONDS", 0)  # no claim to record with
+    with slow_endpoint(Mode.HOLD) as slow:
+        _register(client, api_key, slow.url)
+        prompt = _register(client, api_key, receiver.url)
+        created(client, api_key)
+        with app.app_context():
+            webhook_jobs.relay_events()
+
+        def engine() -> None:
+            with app.app_context():
+                webhook_jobs.send_due_deliveries()
+
+        run = threading.Thread(target=engine)
+        run.start()
+        try:
+            wait_for(lambda: len(slow.open_requests()) == 1, 30, "the held attempt")
+            wait_for(
+                lambda: _status_of(app, prompt) == "DELIVERED", 30, "the prompt answer recorded"
+            )
+            assert len(slow.open_requests()) == 1  # recorded before the run's last answer
+        finally:
+            slow.release()
+            run.join(60)
+    assert {d.status for d in _deliveries(app)} == {"DELIVERED"}
+
+
+def _status_of(app, endpoint_id: str) -> str:
+    with app.app_context():
+        status = db.session.scalar(
+            sa.select(WebhookDelivery.status).where(WebhookDelivery.endpoint_id == endpoint_id)
+        )
+        db.session.remove()
+        return status
