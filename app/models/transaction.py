@@ -65,6 +65,11 @@ TRANSACTION_SEARCH_TEXT = search_text(
 )
 
 
+# A charge still awaiting payment (`lifecycle.AWAITING_PAYMENT`), as the open charges' index
+# states it.
+OPEN_CHARGE_CONDITION = sa.text("status IN ('PENDING', 'WAITING_PAYMENT')")
+
+
 class Transaction(db.Model):
     __tablename__ = "transactions"
     __table_args__ = (
@@ -73,6 +78,16 @@ class Transaction(db.Model):
         sa.Index("ix_transactions_payer", "account_id", "mode", "payer_document", "created_at"),
         sa.Index("ix_transactions_expiry", "status", "expires_at"),
         sa.Index("ix_transactions_due_date", "account_id", "mode", "due_date"),
+        # The velocity guard counts an account's open charges on every charge creation: this
+        # index holds only those, so the count reads them and not every charge of the window.
+        sa.Index(
+            "ix_transactions_open",
+            "account_id",
+            "mode",
+            "created_at",
+            postgresql_where=OPEN_CHARGE_CONDITION,
+            sqlite_where=OPEN_CHARGE_CONDITION,
+        ),
     )
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)

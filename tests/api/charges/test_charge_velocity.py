@@ -1,12 +1,18 @@
 """The fraud/velocity guard: live charges per payer and per account, in a window."""
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 
-from app.models import Transaction, TransactionStatus
+from app.extensions import db
+from app.models import KeyMode, Transaction, TransactionStatus
 from app.models.base import utcnow
+from app.models.transaction import OPEN_CHARGE_CONDITION
+from app.services.transactions import fraud
+from app.services.transactions.lifecycle import AWAITING_PAYMENT
 from tests.support import factories, payments
 from tests.support.charges import CPF, OTHER_CPF, create, created, update_row
 from tests.support.http import assert_error, count_rows
@@ -101,3 +107,22 @@ def test_concurrent_requests_for_one_payer_cannot_pass_the_limit_together(app, a
         statuses = sorted(pool.map(send, range(10)))
     assert statuses == [201, 201] + [403] * 8
     assert count_rows(app, Transaction) == 2
+
+
+def test_the_open_charges_index_holds_exactly_the_charges_awaiting_payment():
+    named = set(re.findall(r"'([A-Z_]+)'", str(OPEN_CHARGE_CONDITION)))
+    assert named == {str(status) for status in AWAITING_PAYMENT}
+
+
+@pytest.mark.postgres
+def test_the_account_count_reads_the_open_charges_index(app, api_key):
+    now = utcnow()
+    counted = fraud.ACCOUNT_COUNT.params(
+        account_id="a", mode=KeyMode.TEST, now=now, since=now - timedelta(hours=1), limit=1000
+    )
+    with app.app_context():
+        sql = counted.compile(dialect=db.engine.dialect, compile_kwargs={"literal_binds": True})
+        db.session.execute(sa.text("SET LOCAL enable_seqscan = off"))
+        plan = db.session.execute(sa.text(f"EXPLAIN {sql}")).scalars().all()
+        db.session.rollback()
+    assert any("ix_transactions_open" in line for line in plan), plan
