@@ -19,6 +19,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq import Queue
 from sqlalchemy import MetaData, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
@@ -129,6 +130,15 @@ class AcmeApi(Api):
 
 
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
+
+
+def insert_for(model: type) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT into `model`'s table that may say ON CONFLICT, in the app database's dialect
+    (PostgreSQL and SQLite spell the clause alike)."""
+    dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
+    return dialect.insert(model)
+
+
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()

@@ -21,10 +21,9 @@ from typing import TypeVar
 
 import sqlalchemy as sa
 from flask import current_app
-from sqlalchemy.exc import IntegrityError
 
 from app.errors import Conflict, InvalidRequest
-from app.extensions import db
+from app.extensions import db, insert_for
 from app.models import IdempotencyKey
 from app.models.base import utcnow
 
@@ -73,22 +72,26 @@ def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
 
 
 def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
-    """Claim the key for this request, or answer with the first request's stored response."""
+    """Claim the key for this request, or answer with the first request's stored response.
+    The claim is one statement, committed at once: an INSERT that does nothing when the key
+    is taken."""
     token = str(uuid.uuid4())
-    row = IdempotencyKey(
-        account_id=account_id,
-        scope=scope,
-        key=key,
-        request_hash=request_hash,
-        lock_token=token,
-        locked_at=utcnow(),
+    key_id = db.session.scalar(
+        insert_for(IdempotencyKey)
+        .values(
+            account_id=account_id,
+            scope=scope,
+            key=key,
+            request_hash=request_hash,
+            lock_token=token,
+            locked_at=utcnow(),
+        )
+        .on_conflict_do_nothing(index_elements=["account_id", "scope", "key"])
+        .returning(IdempotencyKey.id)
     )
-    db.session.add(row)
-    try:
-        db.session.commit()
-        return Claim(key_id=row.id, lock_token=token)
-    except IntegrityError:
-        db.session.rollback()
+    db.session.commit()
+    if key_id is not None:
+        return Claim(key_id=key_id, lock_token=token)
     existing = db.session.scalar(
         sa.select(IdempotencyKey).where(
             IdempotencyKey.account_id == account_id,

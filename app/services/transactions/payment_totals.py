@@ -20,11 +20,10 @@ from dataclasses import astuple, dataclass
 from datetime import date, datetime, time, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.business_days import SAO_PAULO
-from app.extensions import db
+from app.extensions import db, insert_for
 from app.models import KeyMode, Transaction
 from app.models.payment_totals import PaymentDayTotal, PaymentDayVolume, PaymentTotalChange
 
@@ -299,8 +298,7 @@ def _add_to(model: type[PaymentDayTotal | PaymentDayVolume], key: tuple, rows: l
     """Add counts and amounts to their rows of `model`, creating the rows that do not exist."""
     if not rows:
         return
-    dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
-    insert = dialect.insert(model)
+    insert = insert_for(model)
     db.session.execute(
         insert.on_conflict_do_update(
             index_elements=list(key),
