@@ -245,13 +245,13 @@ def create_test_account(env: dict[str, str]) -> tuple[str, str]:
     return values["account_id"], api_key
 
 
-def stop(process: subprocess.Popen) -> None:
-    """SIGTERM (graceful), then SIGKILL to the process's whole group (started with
-    `start_new_session=True`)."""
+def stop(process: subprocess.Popen, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
+    """SIGTERM (graceful), then, after `timeout` seconds, SIGKILL to the process's whole
+    group (started with `start_new_session=True`)."""
     if process.poll() is None:
         process.terminate()
     try:
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
@@ -259,10 +259,10 @@ def stop(process: subprocess.Popen) -> None:
 
 @contextmanager
 def logged_process(
-    command: list[str], env: dict[str, str]
+    command: list[str], env: dict[str, str], stop_timeout: float = STOP_TIMEOUT_SECONDS
 ) -> Iterator[tuple[subprocess.Popen, IO[str]]]:
     """`command` started in the repo in its own session, its output in a temp file (for
-    `tail`); stopped (`stop`) on the way out."""
+    `tail`); stopped (`stop`, killed after `stop_timeout`) on the way out."""
     with tempfile.TemporaryFile(mode="a+") as log:
         process = subprocess.Popen(  # noqa: S603 (our own executables)
             command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
@@ -270,7 +270,7 @@ def logged_process(
         try:
             yield process, log
         finally:
-            stop(process)
+            stop(process, stop_timeout)
 
 
 def tail(log: IO[str]) -> str:

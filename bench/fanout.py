@@ -168,7 +168,9 @@ def counts(conn: psycopg.Connection, account_id: str) -> tuple[int, int, int, in
 @contextmanager
 def delivery_processes(env: dict[str, str], processes: int) -> Iterator[WorkerProcess]:
     command = [str(BIN / "python"), "worker.py", "webhooks", "--processes", str(processes)]
-    with logged_process(command, env) as (process, log):
+    # Killed once a drain is measured: a graceful stop would wait for the engine runs still
+    # sending to the slow endpoints, and the database is thrown away.
+    with logged_process(command, env, stop_timeout=0) as (process, log):
         yield WorkerProcess(process, log)
 
 
