@@ -33,12 +33,12 @@ bench: bench-requirements
 
 # The same benchmarks, smaller, for a quick look at their ratios after a change to a hot path
 # (issue 22): charge creation and GET against /healthz and the durable-write floor, webhook
-# deliveries against a plain POST loop, finalisation and the stats over 100,000 rows, the
+# deliveries against a plain POST loop, finalisation and the stats over 50,000 rows, the
 # fan-out over 20 events (2,000 deliveries).
 bench-quick: bench-requirements
 	$(VENV_PYTHON) bench/charges.py --requests 500 --warmup 20
 	$(VENV_PYTHON) bench/webhooks.py --deliveries 480
-	$(VENV_PYTHON) bench/payments.py --payments 20 --stats-rows 100000 --stats-repeats 3
+	$(VENV_PYTHON) bench/payments.py --payments 20 --stats-rows 50000 --stats-repeats 3
 	$(VENV_PYTHON) bench/fanout.py --events 20
 
 bench-charges: bench-requirements
