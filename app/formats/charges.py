@@ -233,6 +233,11 @@ class ChargeSchema(ma.Schema):
         return charge_fields(value) if isinstance(value, Transaction) else value
 
 
+# One instance for every dump: building a schema copies its fields, and its nested schemas
+# are built on first use; dumping leaves the instance unchanged.
+_CHARGE_SCHEMA = ChargeSchema()
+
+
 def charge_object(transaction: Transaction) -> dict:
     """The public Charge as JSON-ready data (webhook events carry exactly this)."""
-    return ChargeSchema().dump(transaction)
+    return _CHARGE_SCHEMA.dump(transaction)

@@ -101,9 +101,14 @@ def med_case_fields(case: DisputeCase, evidence_count: int) -> dict:
     }
 
 
+# One instance for every dump: building a schema copies its fields, and its nested schemas
+# are built on first use; dumping leaves the instance unchanged.
+_MED_CASE_SCHEMA = MedCaseSchema()
+
+
 def med_case_object(case: DisputeCase, evidence_count: int) -> dict:
     """The public case as JSON-ready data (the API answer and the events' `data.object`)."""
-    return MedCaseSchema().dump(med_case_fields(case, evidence_count))
+    return _MED_CASE_SCHEMA.dump(med_case_fields(case, evidence_count))
 
 
 def evidence_fields(evidence: DisputeEvidence, view_url: str) -> dict:

@@ -73,8 +73,13 @@ class PayoutSchema(ma.Schema):
         return payout_fields(value) if isinstance(value, Payout) else value
 
 
+# One instance for every dump: building a schema copies its fields, and its nested schemas
+# are built on first use; dumping leaves the instance unchanged.
+_PAYOUT_SCHEMA = PayoutSchema()
+
+
 def payout_object(payout: Payout) -> dict:
-    return PayoutSchema().dump(payout)
+    return _PAYOUT_SCHEMA.dump(payout)
 
 
 def withdrawal_event_data(

@@ -137,29 +137,43 @@ def _take_over_stale(row: IdempotencyKey) -> Claim | None:
 
 
 def complete(claimed: Claim, status: int, body: str) -> None:
-    """Store the answer in the caller's transaction, beside the work it describes.
+    """Store the answer in the caller's transaction, beside the work it describes (flushed
+    first).
 
     Raises Conflict when the claim was taken over meanwhile; the caller must roll back.
     """
+    db.session.flush()
     stored = db.session.execute(
-        sa.update(IdempotencyKey)
-        .where(
-            IdempotencyKey.id == claimed.key_id,
-            IdempotencyKey.lock_token == claimed.lock_token,
-        )
-        .values(
-            response_status=status,
-            response_body=body,
-            completed_at=utcnow(),
-            lock_token=None,
-            locked_at=None,
-        )
+        _STORE_ANSWER,
+        {
+            "key_id": claimed.key_id,
+            "token": claimed.lock_token,
+            "answer_status": status,
+            "answer_body": body,
+            "answered_at": utcnow(),
+        },
     )
     if stored.rowcount != 1:
         raise Conflict(
             "This request took too long and was superseded by a retry with the same key.",
             code=REQUEST_IN_PROGRESS,
         )
+
+
+# `complete`'s statement, on the table and built once: no ORM bookkeeping for a row no object
+# in the session stands for, and the compiled form reused.
+_KEYS = IdempotencyKey.__table__
+_STORE_ANSWER = (
+    sa.update(_KEYS)
+    .where(_KEYS.c.id == sa.bindparam("key_id"), _KEYS.c.lock_token == sa.bindparam("token"))
+    .values(
+        response_status=sa.bindparam("answer_status"),
+        response_body=sa.bindparam("answer_body"),
+        completed_at=sa.bindparam("answered_at"),
+        lock_token=None,
+        locked_at=None,
+    )
+)
 
 
 def run_once(claimed: Claim, work: Callable[[], tuple[T, tuple[int, str] | None]]) -> T:
