@@ -18,7 +18,7 @@ from redis.connection import AbstractConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq import Queue
-from sqlalchemy import MetaData, event
+from sqlalchemy import MetaData, Table, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError
@@ -132,11 +132,11 @@ class AcmeApi(Api):
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 
 
-def insert_for(model: type) -> postgresql.Insert | sqlite.Insert:
-    """An INSERT into `model`'s table that may say ON CONFLICT, in the app database's dialect
-    (PostgreSQL and SQLite spell the clause alike)."""
+def insert_for(target: type | Table) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT into a model's table (or a table) that may say ON CONFLICT, in the app
+    database's dialect (PostgreSQL and SQLite spell the clause alike)."""
     dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
-    return dialect.insert(model)
+    return dialect.insert(target)
 
 
 migrate = Migrate()

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import TypeVar
 
 import sqlalchemy as sa
@@ -77,17 +78,15 @@ def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
     is taken."""
     token = str(uuid.uuid4())
     key_id = db.session.scalar(
-        insert_for(IdempotencyKey)
-        .values(
-            account_id=account_id,
-            scope=scope,
-            key=key,
-            request_hash=request_hash,
-            lock_token=token,
-            locked_at=utcnow(),
-        )
-        .on_conflict_do_nothing(index_elements=["account_id", "scope", "key"])
-        .returning(IdempotencyKey.id)
+        _claim_statement(db.engine.dialect.name),
+        {
+            "claimed_account": account_id,
+            "claimed_scope": scope,
+            "claimed_key": key,
+            "claimed_hash": request_hash,
+            "token": token,
+            "claimed_at": utcnow(),
+        },
     )
     db.session.commit()
     if key_id is not None:
@@ -158,6 +157,24 @@ def complete(claimed: Claim, status: int, body: str) -> None:
             "This request took too long and was superseded by a retry with the same key.",
             code=REQUEST_IN_PROGRESS,
         )
+
+
+@cache
+def _claim_statement(dialect: str) -> sa.Insert:
+    """`claim`'s INSERT, on the table and built once per dialect, like `_STORE_ANSWER`."""
+    return (
+        insert_for(_KEYS)
+        .values(
+            account_id=sa.bindparam("claimed_account"),
+            scope=sa.bindparam("claimed_scope"),
+            key=sa.bindparam("claimed_key"),
+            request_hash=sa.bindparam("claimed_hash"),
+            lock_token=sa.bindparam("token"),
+            locked_at=sa.bindparam("claimed_at"),
+        )
+        .on_conflict_do_nothing(index_elements=["account_id", "scope", "key"])
+        .returning(_KEYS.c.id)
+    )
 
 
 # `complete`'s statement, on the table and built once: no ORM bookkeeping for a row no object
