@@ -132,11 +132,13 @@ class AcmeApi(Api):
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 
 
-def insert_for(target: type | Table) -> postgresql.Insert | sqlite.Insert:
-    """An INSERT into a model's table (or a table) that may say ON CONFLICT, in the app
-    database's dialect (PostgreSQL and SQLite spell the clause alike)."""
-    dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
-    return dialect.insert(target)
+def insert_for(
+    target: type | Table, dialect: str | None = None
+) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT into a model's table (or a table) that may say ON CONFLICT, in `dialect` (by
+    name) or else the app database's (PostgreSQL and SQLite spell the clause alike)."""
+    name = dialect or db.engine.dialect.name
+    return (postgresql if name == "postgresql" else sqlite).insert(target)
 
 
 migrate = Migrate()

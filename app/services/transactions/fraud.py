@@ -57,13 +57,17 @@ def _live_charges(*conditions) -> sa.Select:
     """How many live charges match, counting no further than the `limit` parameter (all the
     guard needs to know). Built once with its values as parameters, so each charge creation
     reuses the compiled statement; the account's count reads `ix_transactions_open`."""
-    live = sa.select(sa.literal(1)).where(
-        Transaction.account_id == sa.bindparam("account_id"),
-        Transaction.mode == sa.bindparam("mode"),
-        OPEN_CHARGE_CONDITION,  # literally the index's, so even a generic plan may use it
-        Transaction.expires_at > sa.bindparam("now"),
-        Transaction.created_at >= sa.bindparam("since"),
-        *conditions,
+    live = (
+        sa.select(sa.literal(1))
+        .select_from(Transaction)
+        .where(
+            Transaction.account_id == sa.bindparam("account_id"),
+            Transaction.mode == sa.bindparam("mode"),
+            OPEN_CHARGE_CONDITION,  # literally the index's, so even a generic plan may use it
+            Transaction.expires_at > sa.bindparam("now"),
+            Transaction.created_at >= sa.bindparam("since"),
+            *conditions,
+        )
     )
     return sa.select(sa.func.count()).select_from(
         live.limit(sa.bindparam("limit", type_=sa.Integer)).subquery()
