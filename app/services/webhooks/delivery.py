@@ -9,6 +9,7 @@ attempt the delivery is FAILED (the dead-letter list). The POST itself is `trans
 """
 
 from datetime import datetime, timedelta
+from functools import cache
 
 import sqlalchemy as sa
 from flask import current_app
@@ -100,41 +101,17 @@ def claim_due(
     endpoints' rows are locked with SKIP LOCKED: two batch claimers never wait on each
     other, they take deliveries to other endpoints."""
     now = now or utcnow()
-    allowed = current_app.config["WEBHOOK_ENDPOINT_CONCURRENCY"]
-    oldest_first = (WebhookDelivery.next_retry_at, Event.created_at, WebhookDelivery.id)
-    ranked = (
-        sa.select(
-            WebhookDelivery.id,
-            WebhookDelivery.endpoint_id,
-            WebhookDelivery.next_retry_at,
-            Event.created_at.label("event_created_at"),
-            sa.func.row_number()
-            .over(partition_by=WebhookDelivery.endpoint_id, order_by=oldest_first)
-            .label("place"),
-        )
-        .join(Event, Event.id == WebhookDelivery.event_id)
-        .where(
-            _is_due(now),
-            sa.or_(
-                WebhookDelivery.last_attempt_at.is_(None),
-                WebhookDelivery.last_attempt_at < not_attempted_since,
-            ),
-        )
-        .subquery()
-    )
     candidates = db.session.execute(
-        sa.select(ranked.c.id, ranked.c.endpoint_id)
-        .where(ranked.c.place <= allowed)
-        .order_by(ranked.c.next_retry_at, ranked.c.event_created_at, ranked.c.id)
-        .limit(limit * CANDIDATES_PER_PLACE)
+        _due_candidates(),
+        {
+            "now": now,
+            "not_attempted_since": not_attempted_since,
+            "allowed": current_app.config["WEBHOOK_ENDPOINT_CONCURRENCY"],
+            "candidates": limit * CANDIDATES_PER_PLACE,
+        },
     ).all()
     endpoint_ids = sorted({candidate.endpoint_id for candidate in candidates})
-    locked = db.session.scalars(
-        sa.select(WebhookEndpoint.id)
-        .where(WebhookEndpoint.id.in_(endpoint_ids))
-        .order_by(WebhookEndpoint.id)
-        .with_for_update(skip_locked=True)
-    ).all()
+    locked = db.session.scalars(_LOCK_ENDPOINTS, {"endpoint_ids": endpoint_ids}).all()
     room = _room_per_endpoint(set(locked), now)
     chosen: list[str] = []
     for candidate in candidates:
@@ -156,6 +133,49 @@ def claim_due(
         .execution_options(populate_existing=True)
     ).all()
     return [delivery for delivery in claimed if not _dead_lettered_if_spent(delivery)]
+
+
+@cache
+def _due_candidates() -> sa.Select:
+    """Due deliveries, oldest first, each endpoint's first `allowed` only: `claim_due`'s
+    candidates. Built once with its values as parameters (it is the engine's largest
+    statement, and the engine claims many times a second)."""
+    oldest_first = (WebhookDelivery.next_retry_at, Event.created_at, WebhookDelivery.id)
+    ranked = (
+        sa.select(
+            WebhookDelivery.id,
+            WebhookDelivery.endpoint_id,
+            WebhookDelivery.next_retry_at,
+            Event.created_at.label("event_created_at"),
+            sa.func.row_number()
+            .over(partition_by=WebhookDelivery.endpoint_id, order_by=oldest_first)
+            .label("place"),
+        )
+        .join(Event, Event.id == WebhookDelivery.event_id)
+        .where(
+            _is_due(sa.bindparam("now")),
+            sa.or_(
+                WebhookDelivery.last_attempt_at.is_(None),
+                WebhookDelivery.last_attempt_at < sa.bindparam("not_attempted_since"),
+            ),
+        )
+        .subquery()
+    )
+    return (
+        sa.select(ranked.c.id, ranked.c.endpoint_id)
+        .where(ranked.c.place <= sa.bindparam("allowed", type_=sa.Integer))
+        .order_by(ranked.c.next_retry_at, ranked.c.event_created_at, ranked.c.id)
+        .limit(sa.bindparam("candidates", type_=sa.Integer))
+    )
+
+
+# The candidates' endpoints that no other claimer holds, locked until commit.
+_LOCK_ENDPOINTS = (
+    sa.select(WebhookEndpoint.id)
+    .where(WebhookEndpoint.id.in_(sa.bindparam("endpoint_ids", expanding=True)))
+    .order_by(WebhookEndpoint.id)
+    .with_for_update(skip_locked=True)
+)
 
 
 def _one_more_attempt(now: datetime) -> dict:
