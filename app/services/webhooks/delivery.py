@@ -76,7 +76,7 @@ def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | No
     claimed = db.session.execute(
         sa.update(WebhookDelivery)
         .where(WebhookDelivery.id == delivery_id, _is_due(now), _has_room(endpoint_id, now))
-        .values(_one_more_attempt(now))
+        .values(_one_more_attempt(now, now + _lease()))
         .execution_options(synchronize_session=False)
     )
     if claimed.rowcount != 1:
@@ -121,17 +121,9 @@ def claim_due(
     if not chosen:
         return []
     claimed_ids = db.session.scalars(
-        sa.update(WebhookDelivery)
-        .where(WebhookDelivery.id.in_(chosen), _is_due(now))
-        .values(_one_more_attempt(now))
-        .returning(WebhookDelivery.id)
-        .execution_options(synchronize_session=False)
+        _claim_chosen(), {"chosen": chosen, "now": now, "new_lease": now + _lease()}
     ).all()
-    claimed = db.session.scalars(
-        sa.select(WebhookDelivery)
-        .where(WebhookDelivery.id.in_(claimed_ids))
-        .execution_options(populate_existing=True)
-    ).all()
+    claimed = db.session.scalars(_READ_CLAIMED, {"claimed": claimed_ids}).all()
     return [delivery for delivery in claimed if not _dead_lettered_if_spent(delivery)]
 
 
@@ -169,6 +161,29 @@ def _due_candidates() -> sa.Select:
     )
 
 
+@cache
+def _claim_chosen() -> sa.Update:
+    """`claim_due`'s claiming UPDATE of the chosen deliveries still due, built once."""
+    return (
+        sa.update(WebhookDelivery)
+        .where(
+            WebhookDelivery.id.in_(sa.bindparam("chosen", expanding=True)),
+            _is_due(sa.bindparam("now")),
+        )
+        .values(_one_more_attempt(sa.bindparam("now"), sa.bindparam("new_lease")))
+        .returning(WebhookDelivery.id)
+        .execution_options(synchronize_session=False)
+    )
+
+
+# The claimed deliveries, read whole (the session may hold them from an earlier turn).
+_READ_CLAIMED = (
+    sa.select(WebhookDelivery)
+    .where(WebhookDelivery.id.in_(sa.bindparam("claimed", expanding=True)))
+    .execution_options(populate_existing=True)
+)
+
+
 # The candidates' endpoints that no other claimer holds, locked until commit.
 _LOCK_ENDPOINTS = (
     sa.select(WebhookEndpoint.id)
@@ -178,12 +193,13 @@ _LOCK_ENDPOINTS = (
 )
 
 
-def _one_more_attempt(now: datetime) -> dict:
-    """What claiming a delivery writes: PROCESSING, one more attempt, under a new lease."""
+def _one_more_attempt(now, lease_expires_at) -> dict:
+    """What claiming a delivery writes: PROCESSING, one more attempt, under a new lease
+    (`now` and `lease_expires_at` are datetimes, or parameters of a statement built once)."""
     return {
         "status": D.PROCESSING,
         "attempts": WebhookDelivery.attempts + 1,
-        "lease_expires_at": now + _lease(),
+        "lease_expires_at": lease_expires_at,
         "last_attempt_at": now,
         "updated_at": now,
     }
@@ -195,16 +211,24 @@ def _room_per_endpoint(endpoint_ids: set[str], now: datetime) -> dict[str, int]:
         return {}
     under_way = dict(
         db.session.execute(
-            sa.select(WebhookDelivery.endpoint_id, sa.func.count())
-            .where(
-                WebhookDelivery.endpoint_id.in_(endpoint_ids),
-                _under_way(WebhookDelivery, now),
-            )
-            .group_by(WebhookDelivery.endpoint_id)
+            _attempts_under_way(), {"endpoint_ids": sorted(endpoint_ids), "now": now}
         ).all()
     )
     allowed = current_app.config["WEBHOOK_ENDPOINT_CONCURRENCY"]
     return {endpoint_id: allowed - under_way.get(endpoint_id, 0) for endpoint_id in endpoint_ids}
+
+
+@cache
+def _attempts_under_way() -> sa.Select:
+    """How many attempts each of the given endpoints has under way, built once."""
+    return (
+        sa.select(WebhookDelivery.endpoint_id, sa.func.count())
+        .where(
+            WebhookDelivery.endpoint_id.in_(sa.bindparam("endpoint_ids", expanding=True)),
+            _under_way(WebhookDelivery, sa.bindparam("now")),
+        )
+        .group_by(WebhookDelivery.endpoint_id)
+    )
 
 
 def _wait_for_room(delivery_id: str, now: datetime) -> None:
