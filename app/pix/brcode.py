@@ -6,6 +6,7 @@ over everything before it, `6304` included. Dynamic codes carry a location (`26`
 payload is authoritative; the 26-35 character API txid lives there, never in `62`/`05`.
 """
 
+import binascii
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -50,14 +51,9 @@ class BrCode:
 
 
 def crc16(data: str) -> str:
-    """CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection) as 4 uppercase hex digits."""
-    crc = 0xFFFF
-    for byte in data.encode("ascii"):
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-            crc &= 0xFFFF
-    return f"{crc:04X}"
+    """CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection) as 4 uppercase hex digits:
+    `binascii.crc_hqx` is that CRC, computed in C."""
+    return f"{binascii.crc_hqx(data.encode('ascii'), 0xFFFF):04X}"
 
 
 def dynamic_payload(
