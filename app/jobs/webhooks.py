@@ -1,4 +1,4 @@
-"""Webhook jobs: the relay (after every commit that recorded events), the delivery engine
+"""Webhook jobs: the relay (asked for by the commits that record events), the delivery engine
 that sends every due delivery in batches, one delivery's attempt (a resend), and the
 periodic sweep that catches up on anything missed.
 
@@ -14,6 +14,8 @@ from flask import Flask, current_app
 
 from app.extensions import WEBHOOK_QUEUE, db, get_queue
 from app.models.base import utcnow
+from app.queueing import run_started
+from app.services import events
 from app.services.webhooks import alerts, relay, transport
 from app.services.webhooks import delivery as webhook_delivery
 
@@ -26,6 +28,7 @@ RECORD_WITHIN_SECONDS = 0.1
 
 def relay_events() -> int:
     """Fan new events out into deliveries; their sending is enqueued when this commits."""
+    run_started(events.RELAY_JOB)
     relayed = 0
     while True:
         done = relay.relay_pending()

@@ -9,7 +9,7 @@ import uuid
 
 from app.extensions import WEBHOOK_QUEUE, db
 from app.models import Event, KeyMode
-from app.queueing import enqueue_after_commit
+from app.queueing import enqueue_once_after_commit
 
 API_VERSION = "2026-11-01"
 RELAY_JOB = "app.jobs.webhooks.relay_events"
@@ -25,7 +25,8 @@ def record_event(
     subject_id: str | None = None,
 ) -> Event:
     """Add an event to the current transaction; its `evt_` id is stable from here on. The
-    webhook relay is asked to run once the transaction commits (and a sweep runs anyway)."""
+    webhook relay is asked to run once the transaction commits, unless a run already queued
+    has not started (and a sweep runs anyway)."""
     event = Event(
         id=f"evt_{uuid.uuid4().hex}",
         account_id=account_id,
@@ -37,5 +38,5 @@ def record_event(
         data=data,
     )
     db.session.add(event)
-    enqueue_after_commit(db.session(), WEBHOOK_QUEUE, RELAY_JOB)
+    enqueue_once_after_commit(db.session(), WEBHOOK_QUEUE, RELAY_JOB)
     return event

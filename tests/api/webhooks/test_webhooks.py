@@ -6,6 +6,7 @@ import hmac
 import json
 import re
 import threading
+import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -13,12 +14,14 @@ import sqlalchemy as sa
 from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import SimpleWorker
 
+from app import queueing
 from app.config import PROJECT_ROOT, instance_path
 from app.errors import InvalidRequest
 from app.extensions import QUEUE_NAMES, WEBHOOK_QUEUE, db, get_queue
 from app.jobs import webhooks as webhook_jobs
 from app.models import KeyMode, WebhookDelivery, WebhookEndpoint
 from app.models.base import utcnow
+from app.services import events
 from app.services.webhooks import addresses, relay, transport
 from app.services.webhooks import delivery as webhook_delivery
 from tests.support import factories
@@ -391,6 +394,52 @@ def test_events_written_while_redis_is_down_are_delivered_after_it_returns(
     _run_worker(app, redis)
     (request,) = receiver.received
     assert json.loads(request.body)["data"]["object"]["id"] == charge["id"]
+
+
+def _relay_runs_queued(app) -> int:
+    with app.app_context():
+        jobs = get_queue(WEBHOOK_QUEUE).get_jobs()
+    return sum(job.func_name == events.RELAY_JOB for job in jobs)
+
+
+def test_a_burst_of_commits_queues_one_relay_run(app, client, api_key, receiver, redis):
+    """Charges made while a relay run waits in the queue add no run: that run reads their
+    events. Once it has started, the next commit queues a run of its own."""
+    _register(client, api_key, receiver.url, events=("charge.created",))
+    first = [created(client, api_key)["id"] for _ in range(3)]
+    assert _relay_runs_queued(app) == 1
+    assert (
+        0
+        < redis.ttl(queueing.queued_run_key(events.RELAY_JOB))
+        <= (queueing.QUEUED_RUN_STANDS_SECONDS)
+    )
+    _run_worker(app, redis)
+    assert sorted(json.loads(r.body)["data"]["object"]["id"] for r in receiver.received) == (
+        sorted(first)
+    )
+    assert redis.exists(queueing.queued_run_key(events.RELAY_JOB)) == 0
+    later = created(client, api_key)["id"]
+    assert _relay_runs_queued(app) == 1
+    _run_worker(app, redis)
+    assert json.loads(receiver.received[-1].body)["data"]["object"]["id"] == later
+
+
+def test_a_queued_relay_run_that_never_starts_stands_only_until_its_mark_expires(
+    app, client, api_key, redis
+):
+    """The queued run was lost (its worker died with it, or its enqueue failed after the
+    mark): once the mark has expired, the next commit queues a run again."""
+    created(client, api_key)
+    with app.app_context():
+        get_queue(WEBHOOK_QUEUE).empty()
+    created(client, api_key)
+    assert _relay_runs_queued(app) == 0  # the mark still stands for the lost run
+    mark = queueing.queued_run_key(events.RELAY_JOB)
+    redis.pexpire(mark, 1)  # its 10 seconds, shortened
+    while redis.exists(mark):
+        time.sleep(0.001)
+    created(client, api_key)
+    assert _relay_runs_queued(app) == 1
 
 
 def test_a_delivery_is_never_sent_by_two_workers_at_once(app, client, api_key, receiver):
