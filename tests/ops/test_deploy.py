@@ -126,6 +126,28 @@ def test_the_environment_example_sets_only_documented_variables():
     assert named <= documented, sorted(named - documented)
 
 
+def test_the_web_entry_point_leaves_what_it_loaded_out_of_garbage_collection(app):
+    """`wsgi.py`, imported as gunicorn's workers import it: what `create_app` loaded is
+    frozen, so a full collection scans only what requests made since."""
+    env = {
+        **os.environ,
+        "APP_ENV": "testing",
+        "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"],
+        "REDIS_URL": app.config["REDIS_URL"],
+    }
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import gc, wsgi; print(gc.get_freeze_count(), *gc.get_count())"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    frozen, *collectable = map(int, loaded.stdout.split())
+    assert frozen > 100_000
+    assert collectable == [0, 0, 0]
+
+
 @pytest.fixture
 def procfile_web(app, tmp_path):
     """The Procfile's web line, run by a shell as honcho would, with two gunicorn workers."""
