@@ -126,26 +126,46 @@ def test_the_environment_example_sets_only_documented_variables():
     assert named <= documented, sorted(named - documented)
 
 
-def test_the_web_entry_point_leaves_what_it_loaded_out_of_garbage_collection(app):
-    """`wsgi.py`, imported as gunicorn's workers import it: what `create_app` loaded is
-    frozen, so a full collection scans only what requests made since."""
+REPORT_FROZEN = "print(gc.get_freeze_count(), len(gc.get_objects()))"
+FROZEN_AT_START = {
+    "web": f"import gc, wsgi; {REPORT_FROZEN}",
+    "worker": (
+        "import gc, worker\n"
+        f"worker.AppWorker.work = lambda *_: {REPORT_FROZEN}\n"
+        "worker.main(['money'])"
+    ),
+    "pooled worker": (
+        "import gc, os, worker, redis\n"
+        f"worker.SimpleWorker.work = lambda *_: {REPORT_FROZEN}\n"
+        "connection = redis.Redis.from_url(os.environ['REDIS_URL'])\n"
+        "worker.PooledAppWorker(['webhooks'], connection=connection).work()"
+    ),
+}
+
+
+@pytest.mark.parametrize("entry_point", FROZEN_AT_START)
+def test_the_entry_points_leave_what_they_loaded_out_of_garbage_collection(app, entry_point):
+    """`wsgi.py` as gunicorn's workers import it, `worker.py` (one process, or one of a
+    pool's) up to its first job: what `create_app` loaded is frozen, so a full collection
+    scans only what came after."""
     env = {
         **os.environ,
         "APP_ENV": "testing",
         "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"],
         "REDIS_URL": app.config["REDIS_URL"],
     }
-    loaded = subprocess.run(
-        [sys.executable, "-c", "import gc, wsgi; print(gc.get_freeze_count(), *gc.get_count())"],
+    started = subprocess.run(
+        [sys.executable, "-c", FROZEN_AT_START[entry_point]],
         cwd=PROJECT_ROOT,
         env=env,
         capture_output=True,
         text=True,
         check=True,
+        timeout=60,
     )
-    frozen, *collectable = map(int, loaded.stdout.split())
+    frozen, collectable = map(int, started.stdout.split())
     assert frozen > 100_000
-    assert collectable == [0, 0, 0]
+    assert collectable < frozen / 100
 
 
 @pytest.fixture
