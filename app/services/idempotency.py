@@ -1,6 +1,6 @@
 """The idempotency store: a financial write acts once per (account, scope, key).
 
-The first request claims the key by inserting its row in a committed transaction of its own,
+The first request claims the key by inserting its row in a statement that commits as it runs,
 under a unique constraint, so two concurrent requests can never both act. The action and the
 stored response then commit together: a replay either finds the complete response or finds
 the key still in flight. Only successful (2xx) answers are kept; when a request fails, its
@@ -74,10 +74,11 @@ def request_fingerprint(method: str, path: str, raw_body: bytes) -> str:
 
 def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
     """Claim the key for this request, or answer with the first request's stored response.
-    The claim is one statement, committed at once: an INSERT that does nothing when the key
-    is taken."""
+    The claim is one statement that commits by itself (autocommit: no BEGIN and COMMIT round
+    trips around it): an INSERT that does nothing when the key is taken."""
     token = str(uuid.uuid4())
-    key_id = db.session.scalar(
+    db.session.commit()  # ends a read authentication may have begun; nothing is pending
+    key_id = db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"}).scalar(
         _claim_statement(db.engine.dialect.name),
         {
             "claimed_account": account_id,
