@@ -163,6 +163,10 @@ class CountingServer(ThreadingHTTPServer):
     """Counts the POSTs it answers and the distinct X-Acme-Delivery-Id headers they carry."""
 
     daemon_threads = True
+    # socketserver's default backlog is 5: 16 senders opening connections at once overflowed
+    # it on a loaded machine, and a reset connection failed the run. Real servers keep more
+    # (nginx 511).
+    request_queue_size = 128
 
     def __init__(self, port: int, keep_alive: bool) -> None:
         super().__init__(("127.0.0.1", port), KeptAliveHandler if keep_alive else ReceiverHandler)
