@@ -1,16 +1,19 @@
 """Live Pix on the Procfile stack: gunicorn, the workers and `rq cron` talk to the PSP (the
 fake API Pix, over mutual TLS) as they would in production. A forged webhook that knows the
 path secret credits nothing; the PSP's real webhook pays the charge; a Pix whose webhook never
-came is credited by `rq cron`'s reconciliation; a Pix of no charge reaches the back office.
-All through HTTP, on the stack's public host name."""
+came is credited by `rq cron`'s reconciliation, and a charge with a due date whose cobv the
+PSP removed is cancelled by it; a Pix of no charge reaches the back office. All through
+HTTP, on the stack's public host name."""
+
+from datetime import timedelta
 
 import pytest
 import requests
 
 from app.models.base import utcnow
 from app.pix.identifiers import new_end_to_end_id
-from app.providers.api_pix.mapping import txid_for, valor
-from tests.support.charges import charge_body
+from app.providers.api_pix.mapping import COBV, txid_for, valor
+from tests.support.charges import CPF, charge_body
 from tests.support.deployed import RECONCILE_SECONDS, DeployedStack, created
 from tests.support.fake_api_pix import RECEIVER_KEY, FakeApiPix
 
@@ -102,6 +105,39 @@ def test_rq_cron_credits_a_pix_whose_webhook_never_came(
         RECONCILED_SECONDS,
         "the reconciliation job to credit the Pix",
     )
+
+
+def test_rq_cron_cancels_a_charge_with_a_due_date_the_psp_removed(
+    deployed: DeployedStack, deployed_psp: FakeApiPix, live
+):
+    """A live charge with a due date is a cobv at the PSP. When the PSP removes it on its own,
+    no webhook says so: `rq cron`'s reconciliation lists `GET /cobv` around the creation of
+    each cobv still awaited, and cancels the charge."""
+    due_date = (utcnow() + timedelta(days=10)).date().isoformat()
+    charge = created(
+        deployed.api(
+            "POST",
+            "/v1/charges",
+            json=charge_body(
+                amount=AMOUNT,
+                customer={"name": "Ana Souza", "document": CPF},
+                due={"date": due_date},
+            ),
+            headers=live,
+        )
+    )
+    cobv_txid = txid_for(charge["id"].removeprefix("ch_"), COBV)
+    assert deployed_psp.calls("PUT", f"/cobv/{cobv_txid}")
+
+    deployed_psp.remove_cob(cobv_txid)
+
+    deployed.wait_for(
+        lambda: status(deployed, live, charge) == "cancelled",
+        RECONCILED_SECONDS,
+        "the reconciliation job to cancel the removed cobv's charge",
+    )
+    listed = deployed_psp.calls("GET", "/cobv")
+    assert any(call.args.get("status") == "REMOVIDA_PELO_PSP" for call in listed)
 
 
 def test_a_pix_of_no_charge_reaches_the_back_office(deployed: DeployedStack, deployed_psp):
