@@ -56,6 +56,7 @@ def register_monitoring(app: Flask) -> None:
 
 def register_extensions(app: Flask) -> None:
     from app import models  # noqa: F401 (every table known to SQLAlchemy and Alembic)
+    from app.cookie_sessions import register_cookie_sessions
     from app.extensions import csrf, db, login_manager, migrate
     from app.i18n import register_i18n
     from app.services.transactions import payment_totals  # noqa: F401 (its flush hook)
@@ -65,6 +66,7 @@ def register_extensions(app: Flask) -> None:
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"))
     login_manager.init_app(app)
+    register_cookie_sessions(app)
     csrf.init_app(app)
     register_i18n(app)
 

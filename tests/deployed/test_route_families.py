@@ -129,6 +129,25 @@ def test_the_owner_signs_in_and_issues_a_key_on_the_dashboard(deployed):
     assert listed.status_code == 200, listed.text
 
 
+def test_an_api_answer_leaves_the_dashboard_cookie_alone(deployed):
+    """Through gunicorn, a caller that sends the dashboard's cookie along with its API key gets
+    an answer that neither varies on nor sets that cookie, and stays signed in (issue 22)."""
+    browser = deployed.signed_in(deployed.seed["email"], deployed.seed["password"])
+    assert browser.cookies.get("session")
+
+    listed = browser.get(
+        deployed.base + "/v1/charges",
+        headers={"apikey": deployed.seed["test_api_key"]},
+        timeout=REQUEST_SECONDS,
+    )
+
+    assert listed.status_code == 200, listed.text
+    assert "cookie" not in listed.headers.get("Vary", "").lower()
+    assert "Set-Cookie" not in listed.headers
+    overview = browser.get(deployed.base + "/dashboard/", timeout=REQUEST_SECONDS)
+    assert overview.status_code == 200 and overview.url == deployed.base + "/dashboard/"
+
+
 def test_the_checkout_page_shows_the_amount_in_the_payers_language(deployed):
     """Through gunicorn, the page follows the payer's Accept-Language, and with none the
     Brazilian merchant's Portuguese."""
