@@ -16,7 +16,9 @@ What it does, in one run on this machine:
    issue 22): a bare WSGI app whose POST does one `INSERT … RETURNING` and a `COMMIT` on the
    same database.
 3. Drives four phases with a pool of HTTP client threads (one `requests.Session` each), each
-   after a short warm-up that is not counted:
+   after a short warm-up that is not counted. The phases take turns in `--rounds` rounds (4
+   by default), each round with its share of every phase's requests, so a slow stretch of a
+   shared machine weighs on a phase and on the floor it is read against alike:
    - `healthz`: `GET /healthz`, the bare endpoint: routing, the request log line and a JSON
      answer, no database. It measures the server, the framework and the client.
    - `floor`: `POST /` to the floor app with a JSON body the size of a charge request; each
@@ -87,6 +89,9 @@ from common import (
 ACCOUNT_VELOCITY_LIMIT = 10_000_000
 API_RATE_LIMIT = 10_000_000  # per minute: counted on every request, never refusing the benchmark
 DEFAULT_SIZES = {"healthz": 2000, "floor": 2000, "create": 1000, "get": 1000}
+# The phases take turns, so a slower or busier stretch of a shared VM weighs on every phase
+# and on its floor alike, instead of on whichever phase happened to run through it.
+DEFAULT_ROUNDS = 4
 FLOOR_APP = "floor_app:app"  # bench/floor_app.py, served with --pythonpath bench
 FLOOR_TABLE_SQL = (
     "CREATE TABLE bench_floor ("
@@ -101,9 +106,14 @@ Check = Callable[[requests.Response], str | None]
 
 @dataclass
 class Sample:
+    """One request's latency, its error if any, and the body it answered: only the body is
+    kept, not the `Response` (its headers, cookies and connection are dozens of objects,
+    and thousands of them kept made the client's own garbage collections pause it longer
+    with every phase it ran, which showed as the next phases' tail latency)."""
+
     latency: float
     error: str | None
-    response: requests.Response | None
+    body: bytes | None
 
 
 @dataclass
@@ -142,6 +152,19 @@ class PhaseResult:
                 for group, seconds in self.server_cpu.items()
             },
         }
+
+    def joined(self, later: "PhaseResult") -> "PhaseResult":
+        """This phase's figures and a later round's of the same phase, as one phase."""
+        return PhaseResult(
+            self.name,
+            self.samples + later.samples,
+            self.elapsed + later.elapsed,
+            self.client_cpu + later.client_cpu,
+            {
+                group: seconds + later.server_cpu[group]
+                for group, seconds in self.server_cpu.items()
+            },
+        )
 
 
 @dataclass
@@ -186,6 +209,13 @@ def parse_args() -> argparse.Namespace:
         type=at_least(0),
         default=50,
         help="uncounted requests before each phase (default 50)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=at_least(1),
+        default=DEFAULT_ROUNDS,
+        help=f"rounds the phases take turns in, each with its share of the requests "
+        f"(default {DEFAULT_ROUNDS})",
     )
     parser.add_argument("--json", action="store_true", help="also print one JSON object")
     return parser.parse_args()
@@ -303,7 +333,7 @@ def timed(session: requests.Session, index: int, send: Request, expect: Check) -
     except requests.RequestException as exc:
         return Sample(time.perf_counter() - started, f"{type(exc).__name__}: {exc}", None)
     latency = time.perf_counter() - started
-    return Sample(latency, expect(response), response)
+    return Sample(latency, expect(response), response.content)
 
 
 def expect_status(status: int) -> Check:
@@ -367,26 +397,40 @@ def measure(
     sizes: dict[str, int],
     warmup: int,
     concurrency: int,
+    rounds: int,
 ) -> dict[str, PhaseResult]:
-    """Warm up, then measure, each phase. A warm-up error stops the run (the setup is broken);
-    errors in a measured phase are counted and the run goes on."""
+    """Warm up each phase, then measure the phases in turn, `rounds` times, each round with its
+    share of every phase's requests; a phase's rounds add up to its figures. A warm-up error
+    stops the run (the setup is broken); errors in a measured phase are counted and the run
+    goes on."""
     charge_ids: list[str] = []
     results: dict[str, PhaseResult] = {}
-    for phase in phases(base_url, floor_url, api_key, sizes, charge_ids):
-        if phase.name == "get" and not charge_ids:
-            break  # every create failed: nothing to read, and those errors fail the run
-        warm_up = run_phase(f"{phase.name} warm-up", warmup, concurrency, phase.send, phase.expect)
-        if warm_up.errors:
-            raise BenchmarkError(describe_errors(warm_up))
-        result = run_phase(phase.name, phase.total, concurrency, phase.send, phase.expect)
-        results[phase.name] = result
-        if phase.name == "create":
-            charge_ids.extend(created_ids(result))
+    for round_number in range(rounds):
+        for phase in phases(base_url, floor_url, api_key, sizes, charge_ids):
+            if phase.name == "get" and not charge_ids:
+                break  # every create failed: nothing to read, and those errors fail the run
+            if round_number == 0:
+                warm_up = run_phase(
+                    f"{phase.name} warm-up", warmup, concurrency, phase.send, phase.expect
+                )
+                if warm_up.errors:
+                    raise BenchmarkError(describe_errors(warm_up))
+            share = round_share(phase.total, rounds, round_number)
+            result = run_phase(phase.name, share, concurrency, phase.send, phase.expect)
+            earlier = results.get(phase.name)
+            results[phase.name] = earlier.joined(result) if earlier else result
+            if phase.name == "create":
+                charge_ids.extend(created_ids(result))
     return results
 
 
+def round_share(total: int, rounds: int, round_number: int) -> int:
+    """A round's share of a phase's `total` requests; the first rounds take the remainder."""
+    return total // rounds + (1 if round_number < total % rounds else 0)
+
+
 def created_ids(result: PhaseResult) -> list[str]:
-    return [s.response.json()["id"] for s in result.samples if s.error is None and s.response]
+    return [json.loads(s.body)["id"] for s in result.samples if s.error is None and s.body]
 
 
 def describe_errors(result: PhaseResult) -> str:
@@ -427,6 +471,7 @@ def configuration(args: argparse.Namespace, setup: Setup) -> dict:
         "worker_class": "gthread",
         "concurrency": args.concurrency,
         "warmup": args.warmup,
+        "rounds": args.rounds,
         **setup.facts(),
         "account_velocity_limit": ACCOUNT_VELOCITY_LIMIT,
     }
@@ -480,7 +525,9 @@ def benchmark(args: argparse.Namespace) -> None:
             conn.execute(FLOOR_TABLE_SQL)
         base_url = stack.enter_context(gunicorn(setup.env, args.workers, args.threads))
         floor_url = stack.enter_context(floor_server(setup.env, args.workers, args.threads))
-        results = measure(base_url, floor_url, api_key, sizes, args.warmup, args.concurrency)
+        results = measure(
+            base_url, floor_url, api_key, sizes, args.warmup, args.concurrency, args.rounds
+        )
     print(report(config, results))
     if args.json:
         print(as_json(config, results))
