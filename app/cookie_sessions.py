@@ -1,5 +1,6 @@
-"""The signed cookie session is for people in a browser. The JSON API and the health checks
-authenticate each request by API key or bearer token, so they neither open nor save it.
+"""The signed cookie session is for people in a browser. The JSON API authenticates each
+request by API key or bearer token, and the health checks and metrics by nothing we keep in
+a cookie, so JSON paths neither open nor save it.
 
 Left to itself, Flask opened the session on every request, and Flask-Login's after-request
 hook looked into it on every answer, so each API answer said `Vary: Cookie` (a cache would
