@@ -4,7 +4,6 @@ is recorded as failed with its retry scheduled, and the worker goes on to the ne
 answer whose body stalls or is cut short counts by its status, and fails no job."""
 
 import contextlib
-import re
 import socket
 import threading
 import time
@@ -21,28 +20,10 @@ from app.services.webhooks import transport
 from app.services.webhooks.delivery import RETRY_DELAYS
 from tests.support import charges, factories
 from tests.support.processes import wait_for
+from tests.support.slow_endpoint import read_request
 
 pytestmark = pytest.mark.slow
 TIMEOUT_SECONDS = 1
-
-
-def _read_request(connection: socket.socket) -> None:
-    """One whole request, headers and body: a body read with the next request instead (it
-    may arrive in a packet of its own) would have the next answer start early, before the
-    client's next request on a kept connection, which then looks dropped to the client."""
-    received = b""
-    while b"\r\n\r\n" not in received:
-        chunk = connection.recv(65536)
-        if not chunk:
-            return  # the client went away
-        received += chunk
-    head, _, body = received.partition(b"\r\n\r\n")
-    declared = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
-    while declared and len(body) < int(declared[1]):
-        chunk = connection.recv(65536)
-        if not chunk:
-            return
-        body += chunk
 
 
 def _never_answers(connection: socket.socket, stop: threading.Event) -> None:
@@ -51,7 +32,7 @@ def _never_answers(connection: socket.socket, stop: threading.Event) -> None:
 
 def _trickles(connection: socket.socket, stop: threading.Event) -> None:
     """A 503 whose long body comes a byte every 0.2 s, so no single read ever times out."""
-    _read_request(connection)
+    read_request(connection)
     connection.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 100000\r\n\r\n")
     while not stop.wait(0.2):
         connection.sendall(b".")
@@ -60,7 +41,7 @@ def _trickles(connection: socket.socket, stop: threading.Event) -> None:
 def _trickles_headers(connection: socket.socket, stop: threading.Event) -> None:
     """A status line, then header bytes one a second for ever: every read gets a byte long
     before a per-read timeout, so only a limit on the whole attempt ends it."""
-    _read_request(connection)
+    read_request(connection)
     connection.sendall(b"HTTP/1.1 200 OK\r\n")
     while not stop.wait(1):
         connection.sendall(b"X")
@@ -69,21 +50,21 @@ def _trickles_headers(connection: socket.socket, stop: threading.Event) -> None:
 def _answers_once_then_trickles_headers(connection: socket.socket, stop: threading.Event) -> None:
     """A 200 the connection stays open after, then, to the next request on it, headers a
     byte a second for ever."""
-    _read_request(connection)
+    read_request(connection)
     connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
     _trickles_headers(connection, stop)
 
 
 def _answers_then_stalls(connection: socket.socket, stop: threading.Event) -> None:
     """A 200 whose promised body never comes."""
-    _read_request(connection)
+    read_request(connection)
     connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n")
     stop.wait()
 
 
 def _cuts_its_body_short(connection: socket.socket, stop: threading.Event) -> None:
     """A 200 that closes the connection two bytes into a ten-byte body."""
-    _read_request(connection)
+    read_request(connection)
     connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nok")
 
 

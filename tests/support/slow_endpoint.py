@@ -72,9 +72,10 @@ class SlowEndpoint:
         self.released.set()
 
 
-def _read_request(connection: socket.socket) -> bytes | None:
-    """The request's body (after a head with a Content-Length), or None if the sender hung
-    up first."""
+def read_request(connection: socket.socket) -> bytes | None:
+    """One whole request read off `connection`, head then its Content-Length body; the body,
+    or None if the sender hung up first. A fake endpoint that answers before the whole
+    request is read may answer a kept connection's next request early."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = connection.recv(65536)
@@ -131,7 +132,7 @@ def start_slow_endpoint(mode: Mode) -> SlowEndpoint:
 
     class Handler(socketserver.BaseRequestHandler):
         def handle(self):
-            body = _read_request(self.request)
+            body = read_request(self.request)
             if body is None:
                 return
             request = endpoint.arrived(body)
