@@ -90,6 +90,10 @@ def is_postgres(database_url):
 
 
 def pytest_collection_modifyitems(config, items):
+    # The deployed stack lives from its first test to the end of the session, its processes
+    # sweeping every second or two: its tests go last (in their own order), so no other test
+    # runs beside that load.
+    items.sort(key=lambda item: "deployed" in item.fixturenames)
     url = os.environ.get("DATABASE_URL", "")
     if url.startswith("postgresql"):
         return
