@@ -3,6 +3,8 @@
 import select
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from flask import current_app, has_request_context
 from flask_login import LoginManager
@@ -130,6 +132,26 @@ class AcmeApi(Api):
 
 
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
+
+
+@contextmanager
+def outside_transaction() -> Iterator[None]:
+    """The block's statements each committed as they run (autocommit), with no BEGIN and
+    COMMIT round trips around them: for a lone statement that needs no transaction, such as
+    an idempotency claim or a read by id (issue 22). A transaction the session already has
+    open is used as it is, so nothing of a caller's is ever committed early. What the block
+    loads stays loaded (the session does not expire on commit); the next statement after it
+    begins a transaction as usual."""
+    if db.session().in_transaction():
+        yield
+        return
+    db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    try:
+        yield
+    except BaseException:
+        db.session.rollback()
+        raise
+    db.session.commit()  # nothing to commit on the server: the connection goes back to the pool
 
 
 def insert_for(

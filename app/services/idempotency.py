@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from flask import current_app
 
 from app.errors import Conflict, InvalidRequest
-from app.extensions import db, insert_for
+from app.extensions import db, insert_for, outside_transaction
 from app.models import IdempotencyKey
 from app.models.base import utcnow
 
@@ -78,18 +78,18 @@ def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
     trips around it): an INSERT that does nothing when the key is taken."""
     token = str(uuid.uuid4())
     db.session.commit()  # ends a read authentication may have begun; nothing is pending
-    key_id = db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"}).scalar(
-        _claim_statement(db.engine.dialect.name),
-        {
-            "claimed_account": account_id,
-            "claimed_scope": scope,
-            "claimed_key": key,
-            "claimed_hash": request_hash,
-            "token": token,
-            "claimed_at": utcnow(),
-        },
-    )
-    db.session.commit()
+    with outside_transaction():
+        key_id = db.session.connection().scalar(
+            _claim_statement(db.engine.dialect.name),
+            {
+                "claimed_account": account_id,
+                "claimed_scope": scope,
+                "claimed_key": key,
+                "claimed_hash": request_hash,
+                "token": token,
+                "claimed_at": utcnow(),
+            },
+        )
     if key_id is not None:
         return Claim(key_id=key_id, lock_token=token)
     existing = db.session.scalar(

@@ -1,10 +1,8 @@
 """The idempotency store through real HTTP: one action per key, replays, conflicts, races."""
 
-import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
-import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -16,6 +14,7 @@ from app.models.base import utcnow
 from app.services import idempotency
 from tests.support import factories
 from tests.support.http import assert_error, count_rows
+from tests.support.transactions import open_after
 
 WRITES = "/v1/test-probe/writes"
 
@@ -151,26 +150,12 @@ def test_a_claim_abandoned_by_a_crashed_process_is_taken_over(app, client, owner
 def test_a_claim_commits_by_itself_with_no_transaction_around_it(app, client, api_key):
     """The claim's INSERT runs in autocommit: committed as it runs, with no BEGIN before it
     and no COMMIT after it (two round trips fewer for every financial write)."""
-    open_after_claim = []
-
-    def after_execute(connection, _cursor, statement, *_):
-        if statement.startswith(f"INSERT INTO {IdempotencyKey.__tablename__} "):
-            open_after_claim.append(_in_transaction(connection.connection.dbapi_connection))
-
-    with app.app_context():
-        engine = db.engine
-    sa.event.listen(engine, "after_cursor_execute", after_execute)
-    try:
-        assert _post(client, api_key, "autocommitted-1", {"amount": 1}).status_code == 201
-    finally:
-        sa.event.remove(engine, "after_cursor_execute", after_execute)
-    assert open_after_claim == [False]
-
-
-def _in_transaction(dbapi_connection) -> bool:
-    if isinstance(dbapi_connection, sqlite3.Connection):
-        return dbapi_connection.in_transaction
-    return dbapi_connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+    claim = f"INSERT INTO {IdempotencyKey.__tablename__} "
+    response, opened = open_after(
+        app, claim, lambda: _post(client, api_key, "autocommitted-1", {"amount": 1})
+    )
+    assert response.status_code == 201
+    assert opened == [False]
 
 
 def test_prune_job_forgets_keys_after_the_retention_period(app, client, api_key):

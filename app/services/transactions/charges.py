@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from app.business_days import sao_paulo_day
 from app.errors import Conflict, InvalidRequest, ServiceUnavailable, Unprocessable
-from app.extensions import db
+from app.extensions import db, outside_transaction
 from app.formats.charges import CHARGE_ID_PREFIX, raw_id, statuses_for
 from app.formats.money import Amount
 from app.marks import translatable
@@ -207,8 +207,11 @@ def apply_pix(transaction: Transaction, pix: PixCharge) -> None:
 
 
 def get_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:
-    """A charge by `ch_` id or raw id, in the caller's account and mode; expired on read."""
-    charge = lifecycle.find(account_id, mode, raw_id(charge_id))
+    """A charge by `ch_` id or raw id, in the caller's account and mode; expired on read.
+    The read is one statement outside a transaction; expiring one found overdue locks it in
+    a transaction of its own."""
+    with outside_transaction():
+        charge = lifecycle.find(account_id, mode, raw_id(charge_id))
     return charge_expiry.expire_if_due(charge)
 
 

@@ -1,7 +1,7 @@
 """POST/GET /v1/charges and /v1/pix/charges: the contract's body rules, shape and allowlist."""
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 import pytest
@@ -24,8 +24,10 @@ from tests.support.charges import (
     events,
     get,
     raw,
+    update_row,
 )
 from tests.support.http import assert_error, count_rows
+from tests.support.transactions import open_after
 
 CHARGE_KEYS = {
     "id",
@@ -303,6 +305,27 @@ def test_get_accepts_the_ch_id_or_the_raw_id_in_the_callers_account_only(
     assert_error(
         client.get(f"/v1/charges/{charge['id']}"), 401, "authentication_error", "unauthorized"
     )
+
+
+def test_a_read_by_id_runs_outside_a_transaction_until_it_must_expire_the_charge(
+    app, client, api_key
+):
+    """The read is one SELECT in autocommit, with no BEGIN and COMMIT round trips around it
+    (issue 22); a charge it finds overdue is expired in a transaction, committed with its
+    event."""
+    charge = created(client, api_key, expires_in=60)
+    read = f"SELECT {Transaction.__tablename__}.id, "
+    response, opened = open_after(app, read, lambda: get(client, api_key, charge["id"]))
+    assert response.get_json() == charge
+    assert opened == [False]
+
+    update_row(app, charge["id"], expires_at=datetime.now(UTC) - timedelta(seconds=1))
+    write = f"UPDATE {Transaction.__tablename__} "
+    response, opened = open_after(app, write, lambda: get(client, api_key, charge["id"]))
+    assert response.get_json()["status"] == "expired"
+    assert opened and all(opened)
+    assert get(client, api_key, charge["id"]).get_json() == response.get_json()
+    assert event_types(app, charge["id"]).count("charge.expired") == 1
 
 
 def _walk(value, path="$"):
