@@ -246,8 +246,8 @@ class ChargeSchema(ma.Schema):
 def charge_object(transaction: Transaction) -> dict:
     """The public Charge as JSON-ready data, as API answers and webhook events carry it:
     `charge_fields` with its times and days in ISO 8601, all that `ChargeSchema`'s fields do
-    to them. A plain function, because marshmallow's walk of the nested fields cost more than
-    the rest of the answer's making (issue 22)."""
+    to them. A plain function, because marshmallow's walk of the nested fields was about 5 %
+    of a GET's interpreter time, and a creation dumps its charge twice (issue 22)."""
     return _json_ready(charge_fields(transaction))
 
 
