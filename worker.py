@@ -30,6 +30,7 @@ from redis import Redis
 from rq import Queue, SimpleWorker
 from rq.timeouts import UnixSignalDeathPenalty
 from rq.worker_pool import WorkerPool
+from sqlalchemy.exc import DBAPIError
 
 from app import create_app
 from app.extensions import DEFAULT_QUEUE, MONEY_QUEUE, QUEUE_NAMES, WEBHOOK_QUEUE, db
@@ -68,7 +69,19 @@ class AppWorker(JobMetrics, SimpleWorker):
         try:
             return super().perform_job(job, queue, *args, **kwargs)
         finally:
-            db.session.remove()
+            _end_session()
+
+
+def _end_session() -> None:
+    """Give the job's connection back to the pool. If the server dropped it during the job (a
+    restart, a failover), its rollback fails and the pool discards it: the session is ended
+    again, now without it, and the worker takes its next job instead of quitting."""
+    try:
+        db.session.remove()
+    except DBAPIError as error:
+        if not error.connection_invalidated:
+            raise
+        db.session.remove()
 
 
 class PooledAppWorker(AppWorker):

@@ -3,6 +3,7 @@
 import time
 from datetime import timedelta
 
+import pytest
 import sqlalchemy as sa
 from rq import SimpleWorker
 from rq.cron import CronScheduler
@@ -25,6 +26,18 @@ def sweep_that_outlives_its_limit() -> None:
             ITEMS_SWEPT.append(item)
         except Exception:  # noqa: S112 (the sweeps do this: one item is not the job)
             continue
+
+
+def job_whose_connection_the_server_drops() -> None:
+    """PostgreSQL ends this job's connection between two of its statements, as a restart or
+    a failover would; the job itself issues none after that."""
+    pid = db.session.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+    with db.engine.connect() as other:
+        other.execute(sa.text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
+
+
+def job_that_reads() -> int:
+    return db.session.execute(sa.text("SELECT 1")).scalar_one()
 
 
 def test_logout_records_are_pruned_by_a_worker_after_expiry(app, client, owner, redis):
@@ -74,3 +87,20 @@ def test_a_job_that_swallows_exceptions_still_stops_at_its_time_limit(app, redis
         assert job.get_status() == "failed"
         assert "time limit" in job.latest_result().exc_string
     assert ITEMS_SWEPT == [0]
+
+
+def test_a_worker_whose_connection_dropped_during_a_job_takes_the_next_job(app, redis, is_postgres):
+    """The dropped connection's rollback fails when the job's session ends; the worker ends
+    it again with a new connection and goes on, instead of quitting with the queue full."""
+    if not is_postgres:
+        pytest.skip("PostgreSQL only: a SQLite file has no server that could drop connections")
+    with app.app_context():
+        queue = get_queue("default")
+        dropped = queue.enqueue(job_whose_connection_the_server_drops)
+        next_job = queue.enqueue(job_that_reads)
+        AppWorker([queue], connection=redis).work(burst=True)
+        dropped.refresh()
+        next_job.refresh()
+        assert dropped.get_status() == "finished"
+        assert next_job.get_status() == "finished"
+        assert next_job.return_value() == 1
