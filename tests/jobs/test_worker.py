@@ -89,11 +89,10 @@ def test_a_job_that_swallows_exceptions_still_stops_at_its_time_limit(app, redis
     assert ITEMS_SWEPT == [0]
 
 
-def test_a_worker_whose_connection_dropped_during_a_job_takes_the_next_job(app, redis, is_postgres):
+@pytest.mark.postgres  # a SQLite file has no server that could drop connections
+def test_a_worker_whose_connection_dropped_during_a_job_takes_the_next_job(app, redis):
     """The dropped connection's rollback fails when the job's session ends; the worker ends
     it again with a new connection and goes on, instead of quitting with the queue full."""
-    if not is_postgres:
-        pytest.skip("PostgreSQL only: a SQLite file has no server that could drop connections")
     with app.app_context():
         queue = get_queue("default")
         dropped = queue.enqueue(job_whose_connection_the_server_drops)
