@@ -51,7 +51,7 @@ sandbox_blp = Blueprint(
 
 
 def _create(new: charges.NewCharge):
-    return charges.create_charge(g.account_id, g.api_key.mode, new)
+    return charges.create_charge(g.account_id, g.api_key.mode, new, terms=g.api_key.account)
 
 
 @blp.route("")

@@ -1,14 +1,15 @@
 """A web process's short memory of the API keys it has authenticated (issue 22), so a request
-with a known key costs no database read.
+with a known key costs no database read, nor does a charge read its account's terms.
 
-A remembered key is trusted only while the generation it was read under is still Redis's
-current one. Every change that can end a key (a revocation, a rotation, an account
-deactivated) moves the generation after its commit (`note_change`, and the flush hook for
-changes made through the ORM), and every request reads the generation in the same Redis
-round trip as its rate limits, so a change made in any process takes effect in all of them
-at the next request. Without Redis nothing is trusted (every request reads the database);
-an entry is also dropped after MAX_AGE, the bound if a generation move is ever lost (Redis
-restarted empty, or a change written around the application).
+A remembered key, with its account's terms (`AccountTerms`), is trusted only while the
+generation it was read under is still Redis's current one. Every change that can end a key
+(a revocation, a rotation, an account deactivated) or change those terms moves the generation
+after its commit (`note_change`, and the flush hook for changes made through the ORM), and
+every request reads the generation in the same Redis round trip as its rate limits, so a
+change made in any process takes effect in all of them at the next request. Without Redis
+nothing is trusted (every request reads the database); an entry is also dropped after
+MAX_AGE, the bound if a generation move is ever lost (Redis restarted empty, or a change
+written around the application).
 """
 
 import logging
@@ -31,15 +32,30 @@ EXTENSION = "acme_api_key_cache"
 CHANGED = "acme_api_keys_changed"
 
 
+# An account's columns its charges are made with: a change to one moves the generation.
+ACCOUNT_TERMS = ("name", "city", "charge_expires_in")
+
+
+@dataclass(frozen=True)
+class AccountTerms:
+    """What a charge needs of its account (its Pix code's merchant, its default lifetime)."""
+
+    name: str
+    city: str
+    charge_expires_in: int
+
+
 @dataclass(frozen=True)
 class KnownKey:
-    """What a request needs of its key, as read from the database under `generation`."""
+    """What a request needs of its key and its account, as read from the database under
+    `generation`."""
 
     id: str
     account_id: str
     mode: KeyMode
     fingerprint: str
     last_used_at: datetime | None
+    account: AccountTerms
     generation: int
     read_at: float  # time.monotonic()
 
@@ -53,13 +69,16 @@ def recall(fingerprint: str) -> KnownKey | None:
 
 
 def remember(key: ApiKey, generation: int) -> None:
-    """Keep an active key read from the database after `generation` was current."""
+    """Keep an active key (its account loaded with it) read from the database after
+    `generation` was current."""
+    account = key.account
     _memory()[key.fingerprint] = KnownKey(
         id=key.id,
         account_id=key.account_id,
         mode=key.mode,
         fingerprint=key.fingerprint,
         last_used_at=key.last_used_at,
+        account=AccountTerms(**{name: getattr(account, name) for name in ACCOUNT_TERMS}),
         generation=generation,
         read_at=time.monotonic(),
     )
@@ -90,17 +109,19 @@ def _memory() -> dict[str, KnownKey]:
 
 @sa.event.listens_for(Session, "after_flush")
 def _note_orm_changes(session: Session, _flush_context) -> None:
-    """A revocation or an account's deactivation written through the ORM."""
+    """A revocation, an account's deactivation or a change of its terms written through the
+    ORM."""
     for changed in session.dirty:
         if (isinstance(changed, ApiKey) and _modified(changed, "revoked_at")) or (
-            isinstance(changed, Account) and _modified(changed, "active")
+            isinstance(changed, Account) and _modified(changed, "active", *ACCOUNT_TERMS)
         ):
             note_change(session)
             return
 
 
-def _modified(instance, attribute: str) -> bool:
-    return sa.inspect(instance).attrs[attribute].history.has_changes()
+def _modified(instance, *attributes: str) -> bool:
+    state = sa.inspect(instance).attrs
+    return any(state[attribute].history.has_changes() for attribute in attributes)
 
 
 @sa.event.listens_for(Session, "after_commit")

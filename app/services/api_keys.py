@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 from flask import current_app
+from sqlalchemy.orm import contains_eager
 
 from app.errors import InvalidRequest, NotFound, Unauthorized
 from app.extensions import db
@@ -151,6 +152,7 @@ def authenticate(presented: str | None) -> ApiKey:
     key = db.session.scalar(
         sa.select(ApiKey)
         .join(Account)
+        .options(contains_eager(ApiKey.account))  # its terms, remembered with the key
         .where(
             ApiKey.fingerprint == presented_fingerprint,
             ApiKey.revoked_at.is_(None),

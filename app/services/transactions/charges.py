@@ -90,9 +90,17 @@ class ChargePage:
 
 
 def create_charge(
-    account_id: str, mode: KeyMode, new: NewCharge, *, origin: Origin = Origin.CHARGES
+    account_id: str,
+    mode: KeyMode,
+    new: NewCharge,
+    *,
+    origin: Origin = Origin.CHARGES,
+    terms: "ChargeTerms | None" = None,
 ) -> Transaction:
     """Create a Pix charge: pending with its code, or failed when the provider cannot make one.
+
+    `terms` are the account's as the caller holds them current (an API request's key carries
+    them: `api_key_cache`); without them they are read.
 
     Nothing is created when a rule refuses the request (400), no provider serves the mode
     (422), the velocity guard trips (403) or the provider's answer is lost (503: retry with
@@ -102,7 +110,7 @@ def create_charge(
     fields = _validated(new, now)
     provider = provider_for(mode)
     _require_payer_check(provider, fields["expected_payer_tax_id"])
-    merchant = db.session.execute(_CHARGE_TERMS, {"account_id": account_id}).one()
+    merchant = terms or db.session.execute(_CHARGE_TERMS, {"account_id": account_id}).one()
     fraud.check_velocity(account_id, mode, fields["payer_document"], now)
     expires_in = (
         fields.pop("expires_in") or _due_expires_in(new.due, now) or merchant.charge_expires_in
@@ -160,6 +168,13 @@ class Merchant(Protocol):
 
     name: str
     city: str
+
+
+class ChargeTerms(Merchant, Protocol):
+    """What a charge needs of its account: a row of `_CHARGE_TERMS`, an `Account`, or the
+    terms an API key is remembered with."""
+
+    charge_expires_in: int
 
 
 def _require_payer_check(provider: PaymentProvider, payer_lock: str | None) -> None:

@@ -1,6 +1,10 @@
 """The web process's memory of API keys (issue 22): a known key costs no database read, and
 a key revoked, rotated or whose account was deactivated anywhere (another process
-included) is refused at the next request; without Redis every request reads the database."""
+included) is refused at the next request; without Redis every request reads the database.
+A charge made with a known key takes its account's terms from the same memory, and a change
+of those terms made anywhere reaches the next charge."""
+
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -8,8 +12,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from app import create_app
 from app.extensions import db
 from app.models import Account, ApiKey, Membership, Role
-from app.services import api_key_cache, api_keys
+from app.pix import brcode
+from app.services import accounts, api_key_cache, api_keys
 from tests.support import factories
+from tests.support.charges import created
 from tests.support.http import assert_error
 
 
@@ -17,12 +23,12 @@ def _whoami(client, key: str):
     return client.get("/v1/test-probe/whoami", headers={"apikey": key})
 
 
-def _reads_of_api_keys(app, call) -> int:
-    """How many statements `call` runs on the api_keys table."""
+def _statements_on(app, table: str, call) -> int:
+    """How many statements `call` runs that name `table`."""
     seen: list[str] = []
 
     def capture(conn, cursor, statement, parameters, context, executemany):
-        if "api_keys" in statement:
+        if f" {table} " in f"{statement} ".replace("\n", " "):
             seen.append(statement)
 
     with app.app_context():
@@ -49,7 +55,7 @@ def _owner_and_key(account_id: str) -> tuple[Membership, str]:
 def test_a_key_this_process_knows_is_not_read_again(app, client, owner, redis):
     key = factories.make_api_key(app, owner.account_id)
     assert _whoami(client, key).status_code == 200
-    assert _reads_of_api_keys(app, lambda: _whoami(client, key)) == 0
+    assert _statements_on(app, "api_keys", lambda: _whoami(client, key)) == 0
     assert _whoami(client, key).json["accountId"] == owner.account_id
 
 
@@ -93,7 +99,7 @@ def test_without_redis_every_request_reads_the_database(app, client, owner, redi
 
     monkeypatch.setattr(redis.__class__, "eval", unreachable)
     monkeypatch.setattr(redis.__class__, "get", unreachable)
-    assert _reads_of_api_keys(app, lambda: _whoami(client, key)) == 1
+    assert _statements_on(app, "api_keys", lambda: _whoami(client, key)) == 1
     with app.app_context():  # revoked by a write nobody could announce
         db.session.execute(sa.update(ApiKey).values(revoked_at=sa.func.now()))
         db.session.commit()
@@ -111,3 +117,31 @@ def test_a_change_written_around_the_application_is_trusted_no_longer_than_max_a
     assert _whoami(client, key).status_code == 200  # still trusted, within MAX_AGE
     monkeypatch.setattr(api_key_cache, "MAX_AGE_SECONDS", -1)
     assert_error(_whoami(client, key), 401, "authentication_error", "unauthorized")
+
+
+def _lifetime(charge: dict) -> timedelta:
+    return datetime.fromisoformat(charge["pix"]["expires_at"]) - datetime.fromisoformat(
+        charge["created_at"]
+    )
+
+
+def test_a_charge_made_with_a_known_key_reads_nothing_of_its_account(app, client, owner, redis):
+    key = factories.make_api_key(app, owner.account_id)
+    created(client, key)  # the key, and its account's terms, remembered here
+    assert _statements_on(app, "accounts", lambda: created(client, key)) == 0
+
+
+def test_account_terms_changed_by_another_process_reach_the_next_charge(app, client, owner, redis):
+    key = factories.make_api_key(app, owner.account_id)
+    first = created(client, key)
+    assert abs(_lifetime(first) - timedelta(hours=1)) < timedelta(seconds=2)
+    other_process = create_app({**app.config, "TESTING": True})  # a memory of its own
+    with other_process.app_context():
+        account = db.session.get(Account, owner.account_id)
+        accounts.update_settings(account, {"city": "Campinas", "charge_expires_in": 600}, via="cli")
+        db.session.commit()
+        db.engine.dispose()
+
+    after = created(client, key)
+    assert brcode.parse(after["pix"]["br_code"]).merchant_city == "Campinas"
+    assert abs(_lifetime(after) - timedelta(seconds=600)) < timedelta(seconds=2)
