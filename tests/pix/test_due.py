@@ -656,9 +656,12 @@ def charges(draw) -> tuple[int, DueTerms]:
     original = draw(st.integers(1, 10**9))
     due_date = draw(st.dates(TODAY, TODAY + timedelta(days=400)))
     most = max(1, original // 3)
+    days_to_date = (due_date - TODAY).days + 1  # dated discounts fall on distinct days
     dated = st.sampled_from(DATED_DISCOUNT_TYPES).flatmap(  # the standard: one type for all
         lambda type_: st.lists(
-            type_and_value((type_,), most), min_size=1, max_size=MAX_DATED_DISCOUNTS
+            type_and_value((type_,), most),
+            min_size=1,
+            max_size=min(MAX_DATED_DISCOUNTS, days_to_date),
         )
     )
     charge = DueTerms(
