@@ -2,22 +2,15 @@
 the account per charge); an operator's change of those terms, made by another process
 (`flask accounts set`), reaches the next charge."""
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from app.pix import brcode
-from tests.support.charges import charge_body
+from tests.support.charges import charge_body, lifetime
 from tests.support.deployed import created
 
 pytestmark = pytest.mark.slow
-
-
-def _new_merchant(deployed) -> tuple[str, str]:
-    """A merchant made by the operator's command: its account id and test API key."""
-    printed = deployed.run("flask --app wsgi accounts create 'Terms Store' --test-key")
-    made = dict(line.split("=", 1) for line in printed.split())
-    return made["account_id"], made["test_api_key"]
 
 
 def _charge(deployed, api_key: str) -> dict:
@@ -26,18 +19,10 @@ def _charge(deployed, api_key: str) -> dict:
     )
 
 
-def _lifetime(charge: dict) -> timedelta:
-    return datetime.fromisoformat(charge["pix"]["expires_at"]) - datetime.fromisoformat(
-        charge["created_at"]
-    )
-
-
 def test_an_operators_change_of_account_terms_reaches_the_next_charge(deployed):
-    account_id, api_key = _new_merchant(deployed)
+    account_id, api_key = deployed.new_merchant("Terms Store")
     for _ in range(4):  # both web workers likely remember the key and its terms now
-        assert abs(_lifetime(_charge(deployed, api_key)) - timedelta(hours=1)) < timedelta(
-            seconds=2
-        )
+        assert abs(lifetime(_charge(deployed, api_key)) - timedelta(hours=1)) < timedelta(seconds=2)
 
     deployed.run(
         f"flask --app wsgi accounts set {account_id} --city Campinas --charge-expires-in 600"
@@ -46,4 +31,4 @@ def test_an_operators_change_of_account_terms_reaches_the_next_charge(deployed):
     for _ in range(4):  # whichever worker answers
         charge = _charge(deployed, api_key)
         assert brcode.parse(charge["pix"]["br_code"]).merchant_city == "Campinas"
-        assert abs(_lifetime(charge) - timedelta(seconds=600)) < timedelta(seconds=2)
+        assert abs(lifetime(charge) - timedelta(seconds=600)) < timedelta(seconds=2)

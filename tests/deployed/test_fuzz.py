@@ -55,7 +55,7 @@ class Fuzzed:
 
     def __init__(self, deployed: DeployedStack):
         self.deployed = deployed
-        self.api_key = deployed.new_merchant("Loja sob fuzzing")
+        _, self.api_key = deployed.new_merchant("Loja sob fuzzing")
         self.owner_email = f"dona-{uuid.uuid4().hex[:8]}@loja-fuzz.example.com"
         self.funding_key = self._owner_account()
         self.owner_token = self._login(self.owner_email, OWNER_PASSWORD)

@@ -30,7 +30,8 @@ DEADLINE_SLACK_SECONDS = 5  # the worker notices the cut, and our endpoint notic
 @pytest.fixture
 def slow_shop(deployed: DeployedStack) -> dict:
     """The headers of a second merchant, the one whose endpoint is slow."""
-    return {"apikey": deployed.new_merchant("Loja com webhook lento")}
+    _, api_key = deployed.new_merchant("Loja com webhook lento")
+    return {"apikey": api_key}
 
 
 def _register(deployed: DeployedStack, headers: dict, url: str, events: list[str]) -> str:

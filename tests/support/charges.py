@@ -1,6 +1,7 @@
 """Creating and moving charges through the real API, as a merchant's server would."""
 
 import uuid
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
@@ -32,6 +33,13 @@ def created(client, api_key: str, **overrides) -> dict:
     response = create(client, api_key, **overrides)
     assert response.status_code == 201, response.get_json()
     return response.get_json()
+
+
+def lifetime(charge: dict) -> timedelta:
+    """From a charge's creation to its Pix code's expiry, as the API states them."""
+    return datetime.fromisoformat(charge["pix"]["expires_at"]) - datetime.fromisoformat(
+        charge["created_at"]
+    )
 
 
 def pay(client, api_key: str, charge_id: str, **body):

@@ -126,11 +126,12 @@ class DeployedStack:
         self.seed.clear()
         self.seed.update(json.loads(self.run(SEED_COMMAND)))
 
-    def new_merchant(self, name: str) -> str:
-        """A second merchant, made as an operator makes one (`flask accounts create`); its
-        test API key."""
+    def new_merchant(self, name: str) -> tuple[str, str]:
+        """A second merchant, made as an operator makes one (`flask accounts create`): its
+        account id and test API key."""
         printed = self.run(f"flask --app wsgi accounts create {shlex.quote(name)} --test-key")
-        return dict(line.split("=", 1) for line in printed.split())["test_api_key"]
+        made = dict(line.split("=", 1) for line in printed.split())
+        return made["account_id"], made["test_api_key"]
 
     def queued(self, queue_name: str) -> int:
         """How many jobs wait on one of the stack's RQ queues."""

@@ -4,7 +4,7 @@ included) is refused at the next request; without Redis every request reads the 
 A charge made with a known key takes its account's terms from the same memory, and a change
 of those terms made anywhere reaches the next charge."""
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import sqlalchemy as sa
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -15,7 +15,7 @@ from app.models import Account, ApiKey, Membership, Role
 from app.pix import brcode
 from app.services import accounts, api_key_cache, api_keys
 from tests.support import factories
-from tests.support.charges import created
+from tests.support.charges import created, lifetime
 from tests.support.http import assert_error
 
 
@@ -119,12 +119,6 @@ def test_a_change_written_around_the_application_is_trusted_no_longer_than_max_a
     assert_error(_whoami(client, key), 401, "authentication_error", "unauthorized")
 
 
-def _lifetime(charge: dict) -> timedelta:
-    return datetime.fromisoformat(charge["pix"]["expires_at"]) - datetime.fromisoformat(
-        charge["created_at"]
-    )
-
-
 def test_a_charge_made_with_a_known_key_reads_nothing_of_its_account(app, client, owner, redis):
     key = factories.make_api_key(app, owner.account_id)
     created(client, key)  # the key, and its account's terms, remembered here
@@ -134,7 +128,7 @@ def test_a_charge_made_with_a_known_key_reads_nothing_of_its_account(app, client
 def test_account_terms_changed_by_another_process_reach_the_next_charge(app, client, owner, redis):
     key = factories.make_api_key(app, owner.account_id)
     first = created(client, key)
-    assert abs(_lifetime(first) - timedelta(hours=1)) < timedelta(seconds=2)
+    assert abs(lifetime(first) - timedelta(hours=1)) < timedelta(seconds=2)
     other_process = create_app({**app.config, "TESTING": True})  # a memory of its own
     with other_process.app_context():
         account = db.session.get(Account, owner.account_id)
@@ -144,4 +138,4 @@ def test_account_terms_changed_by_another_process_reach_the_next_charge(app, cli
 
     after = created(client, key)
     assert brcode.parse(after["pix"]["br_code"]).merchant_city == "Campinas"
-    assert abs(_lifetime(after) - timedelta(seconds=600)) < timedelta(seconds=2)
+    assert abs(lifetime(after) - timedelta(seconds=600)) < timedelta(seconds=2)
