@@ -4,8 +4,10 @@ PostgreSQL alike, for one account and mode only."""
 
 from datetime import UTC, date, datetime, timedelta
 
+import marshmallow as ma
 import pytest
 
+from app.api.schemas.payments import StatsSchema
 from app.business_days import SAO_PAULO
 from app.extensions import db
 from app.models import KeyMode, Origin, Transaction, TransactionStatus
@@ -385,3 +387,20 @@ def test_metrics_with_nothing_in_the_window(metrics):
     assert result["outcomes"]["expired"] == {"count": 0, "share": 0.0}
     assert result["medianTimeToPaySeconds"] is None
     assert result["volume"] == []
+
+
+def test_the_answer_is_field_for_field_what_the_api_schema_declares(add, stats):
+    """`StatsSchema` sends the answer as built, so the answer must be what marshmallow's walk
+    of the schema's fields makes of it, in every section."""
+    add(sao_paulo(MONDAY, 8), 1_000, currency="EUR", paid_after=PAID, paid_with="MBWAY")
+    add(sao_paulo(MONDAY, 9), 2_500, methods=("PIX", "BOLETO"), paid_after=PAID)
+    add(sao_paulo(date(2026, 11, 19)), 4_000, paid_after=PAID)
+    add(sao_paulo(date(2026, 10, 2)), 700, currency="USD", methods=("CARD",), paid_after=PAID)
+    add(sao_paulo(MONDAY, 9), 9_999, status=S.EXPIRED)
+
+    schema = StatsSchema()
+    for days in (1, 7, 365):
+        result = stats(days)
+        assert ma.Schema.dump(schema, result) == result
+        assert schema.dump(result) is result
+    assert all(result.values())  # every section had something to show
