@@ -13,7 +13,8 @@ What it does, in one run on this machine:
    server: the WSGI app, PostgreSQL and Redis only) under cProfile, after uncounted warm-up
    calls: `POST /v1/charges`, `GET /v1/charges/<id>`, the first page of `GET /v1/charges`,
    `/v1/payments` and `/v1/med/cases`, then `GET /v1/payments/stats` and `/metrics` for 365
-   days over `--stats-rows` seeded transactions (bench/common.py's seed). For each: ms per
+   days over `--stats-rows` seeded transactions (bench/common.py's seed, their daily totals
+   rebuilt). For each: ms per
    call, the share of the wall time in psycopg's `Cursor.execute` (a statement sent and
    PostgreSQL's answer awaited), and the top functions by own time and, among the app's, by
    cumulative time.
@@ -45,6 +46,7 @@ from common import (
     BIN,
     LOG_TAIL,
     REPO_ROOT,
+    STATS_TABLES,
     BenchmarkError,
     argument_parser,
     at_least,
@@ -149,6 +151,8 @@ def profile_http(env: dict[str, str], database_url: str, args: argparse.Namespac
     with app_context(env):
         from flask import current_app
 
+        from app.services.transactions.payment_totals import rebuild_totals
+
         account_id, api_key = create_test_account(env)
         client = current_app.test_client()
         headers = {"apikey": api_key}
@@ -185,7 +189,8 @@ def profile_http(env: dict[str, str], database_url: str, args: argparse.Namespac
                 call(index)
             results[name] = profiled(call, args.requests, args.top)
         seed_transactions(database_url, account_id, args.stats_rows)
-        vacuum_analyze(database_url, "transactions")
+        rebuild_totals(account_id)  # the seeding bypasses the app's daily totals
+        vacuum_analyze(database_url, *STATS_TABLES)
         for endpoint in ("stats", "metrics"):
             call = getter(f"/v1/payments/{endpoint}?days=365")
             call(0)

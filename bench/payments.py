@@ -25,11 +25,9 @@ What it does, in one run on this machine:
    the small one, each with one `INSERT … SELECT generate_series` (created over the last 400
    days, four currencies, the methods each serves, about 60 % paid), recounts their daily
    totals with `flask payments rebuild-totals` (the seeding bypasses the application), then
-   `VACUUM ANALYZE` of the transactions and of every daily totals table, as autovacuum
-   would leave them (without it the planner thinks the fresh totals table empty and walks
-   its index row by row); times `GET /v1/payments/stats?days=N` and
-   `GET /v1/payments/metrics?days=N` for N in 7, 30, 365, one uncounted call then
-   `--stats-repeats` counted ones per case and account.
+   `VACUUM ANALYZE` of the transactions and every daily totals table (`STATS_TABLES`);
+   times `GET /v1/payments/stats?days=N` and `GET /v1/payments/metrics?days=N` for N in 7,
+   30, 365, one uncounted call then `--stats-repeats` counted ones per case and account.
 5. `explain`: in this process with the app (`create_app`, the run's environment), captures
    every statement on `transactions` and the daily totals the stats and metrics services run
    for the large account, per window, and prints an `EXPLAIN (ANALYZE, BUFFERS)` summary of
@@ -64,6 +62,7 @@ import requests
 from charges import add_gunicorn_options, app_environment, gunicorn, gunicorn_description
 from common import (
     REQUEST_TIMEOUT_SECONDS,
+    STATS_TABLES,
     BenchmarkError,
     Setup,
     argument_parser,
@@ -613,13 +612,7 @@ def benchmark(args: argparse.Namespace) -> None:
         results["rebuild_seconds"] = {
             size: rebuild_totals(env, account) for size, account in sizes.items()
         }
-        vacuum_analyze(
-            database_url,
-            "transactions",
-            "payment_day_totals",
-            "payment_day_volumes",
-            "payment_total_changes",
-        )
+        vacuum_analyze(database_url, *STATS_TABLES)
         keys = {"large": large_key, "small": small_key}
         results["stats"] = measure_stats(base_url, keys, args.stats_repeats)
         results["explain"] = explain_statements(env, large_account)
