@@ -30,6 +30,12 @@ The rules, as the oracle applies them:
   changes nothing in it. Won: the hold goes back to available. Lost (accepted, rejected
   after appeal, closed_without_refund): the hold goes to the payer and the payment's waiting
   refunds fail. An appeal moves no money;
+- a Pix paid to a payer-locked charge by a bank that did not say who paid is held for
+  review: nothing moves and it is no payment yet, so a refund of it is refused
+  (transaction_not_refundable) and so is a dispute (charge_not_disputable). Released by
+  staff, it becomes a payment of its amount like any other, its tranche due a settlement
+  hold after the Pix arrived. Returned by staff, it goes back to the payer by an automatic
+  return that never touches the merchant's books: nothing moves;
 - a payout request moves nothing (refused when available < amount + fee); approval debits
   amount + fee from available (refused when available does not cover them); reject and
   cancel of a PENDING payout move nothing; processing completes it (money out) or, for
@@ -129,6 +135,15 @@ class Payment:
 
 
 @dataclass
+class HeldPix:
+    """A Pix a payer-locked charge holds for review: the payer's money, not the merchant's."""
+
+    key: str
+    wallet: str
+    amount: int
+
+
+@dataclass
 class Refund:
     key: str
     payment: str
@@ -182,6 +197,7 @@ class Oracle:
     def __init__(self) -> None:
         self.wallets: dict[str, Balances] = {}
         self.payments: dict[str, Payment] = {}
+        self.held: dict[str, HeldPix] = {}
         self.refunds: dict[str, Refund] = {}
         self.cases: dict[str, Case] = {}
         self.payouts: dict[str, Payout] = {}
@@ -223,6 +239,22 @@ class Oracle:
         balances.pending -= payment.tranche
         balances.available += payment.tranche
         payment.tranche, payment.released = 0, True
+
+    # Held for review
+
+    def hold(self, wallet: str, key: str, amount: int) -> None:
+        self.held[key] = HeldPix(key, wallet, amount)
+
+    def held_refusals(self) -> tuple[str, str]:
+        """What a refund and a dispute of a held Pix are refused with: it is no payment."""
+        return NOT_REFUNDABLE, NOT_DISPUTABLE
+
+    def release_held(self, key: str, fees: int, release_at: datetime) -> None:
+        held = self.held.pop(key)
+        self.pay(held.wallet, key, held.amount, fees, release_at)
+
+    def return_held(self, key: str) -> None:
+        del self.held[key]
 
     # Refunds
 

@@ -6,9 +6,10 @@ Two Hypothesis state machines share the oracle and the database reading
 
 - `ServiceMachine` drives the service layer (two merchants, Pix charges and card payments,
   settlement releases at a clock the model advances, refunds that succeed, fail (503,00) or
-  wait for money, the sweep and cancellation of waiting refunds, disputes opened, appealed,
-  accepted, won and lost, payouts requested, approved, rejected, cancelled, completed and
-  failed (503,00));
+  wait for money, the sweep and cancellation of waiting refunds, Pix held for review on a
+  payer-locked charge (refunds and disputes of them refused, staff release or return them),
+  disputes opened, appealed, accepted, won and lost, payouts requested, approved, rejected,
+  cancelled, completed and failed (503,00));
 - `HttpMachine`, smaller, drives the same through the API with a test key (and the dashboard
   and staff tokens for payouts), running the jobs by calling the job functions.
 
@@ -69,6 +70,7 @@ from app.services.transactions import (
     charges,
     payment_finalisation,
     payments,
+    pix_payments,
     refund_funding,
     refund_submission,
     refunds,
@@ -365,6 +367,55 @@ class ServiceMachine(MoneyMachine):
             fees,
             paid_at + timedelta(seconds=HOLD_SECONDS),
         )
+
+    @precondition(lambda self: len(self.model.payments) + len(self.model.held) < MAX_PAYMENTS)
+    @rule(shop=st.integers(0, 1), amount=PAYMENT_AMOUNTS)
+    def pay_unproven_payer(self, shop, amount):
+        """A payer-locked charge paid by a bank that did not say who paid: held for review."""
+        account_id = self.shops[shop]
+        new = charges.NewCharge(
+            amount=amount, customer=charges.Customer("Ana Souza", CPF), expected_payer_tax_id=CPF
+        )
+        charge = charges.create_charge(account_id, TEST, new)
+        db.session.commit()
+        simulated_payer.simulate_payment(charge, payer_document=None)
+        db.session.commit()
+        self.methods[charge.id] = "PIX"
+        self.model.hold(account_id, charge.id, amount)
+
+    @precondition(lambda self: self.model.held)
+    @rule(pick=PICK, dispute=st.booleans())
+    def ask_back_held(self, pick, dispute):
+        """A refund or a dispute of a held Pix, which is no payment yet."""
+        held = _pick(list(self.model.held.values()), pick)
+        refund_refusal, dispute_refusal = self.model.held_refusals()
+        if dispute:
+            notice = DisputeNotice(external_id=f"mm{next(self.serial)}")
+            _, code = self._attempt(
+                lambda: dispute_cases.open_case(held.key, notice, source="sandbox")
+            )
+            _expect(f"dispute of held {held.key}", dispute_refusal, code)
+        else:
+            order = RefundOrder(amount=held.amount)
+            _, code = self._attempt(
+                lambda: refunds.request_refund(held.wallet, TEST, held.key, order)
+            )
+            _expect(f"refund of held {held.key}", refund_refusal, code)
+
+    @precondition(lambda self: self.model.held)
+    @rule(pick=PICK, release=st.booleans())
+    def review_held(self, pick, release):
+        """Staff release a held Pix (credited) or return it to the payer."""
+        held = _pick(list(self.model.held.values()), pick)
+        if release:
+            _, code = self._attempt(lambda: pix_payments.release_held(held.key, self.staff_id))
+            _expect(f"release of held {held.key}", None, code)
+            fees, paid_at = self._fees(held.key)
+            self.model.release_held(held.key, fees, paid_at + timedelta(seconds=HOLD_SECONDS))
+        else:
+            _, code = self._attempt(lambda: pix_payments.return_held(held.key, self.staff_id))
+            _expect(f"return of held {held.key}", None, code)
+            self.model.return_held(held.key)
 
     @precondition(lambda self: any(not p.released for p in self.model.payments.values()))
     @rule(pick=PICK)
