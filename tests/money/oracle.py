@@ -34,8 +34,9 @@ The rules, as the oracle applies them:
   review: nothing moves and it is no payment yet, so a refund of it is refused
   (transaction_not_refundable) and so is a dispute (charge_not_disputable). Released by
   staff, it becomes a payment of its amount like any other, its tranche due a settlement
-  hold after the Pix arrived. Returned by staff, it goes back to the payer by an automatic
-  return that never touches the merchant's books: nothing moves;
+  hold after the Pix arrived. Returned by staff, or its charge cancelled by the merchant, it
+  goes back to the payer by an automatic return that never touches the merchant's books:
+  nothing moves;
 - a payout request moves nothing (refused when available < amount + fee); approval debits
   amount + fee from available (refused when available does not cover them); reject and
   cancel of a PENDING payout move nothing; processing completes it (money out) or, for

@@ -7,7 +7,8 @@ Two Hypothesis state machines share the oracle and the database reading
 - `ServiceMachine` drives the service layer (two merchants, Pix charges and card payments,
   settlement releases at a clock the model advances, refunds that succeed, fail (503,00) or
   wait for money, the sweep and cancellation of waiting refunds, Pix held for review on a
-  payer-locked charge (refunds and disputes of them refused, staff release or return them),
+  payer-locked charge (refunds and disputes of them refused; staff release or return them,
+  or the merchant cancels the charge),
   disputes opened, appealed, accepted, won and lost, payouts requested, approved, rejected,
   cancelled, completed and failed (503,00));
 - `HttpMachine`, smaller, drives the same through the API with a test key (and the dashboard
@@ -199,6 +200,8 @@ class MoneyMachine(RuleBasedStateMachine):
         self.model = Oracle()
         self.serial = itertools.count()
         self.methods: dict[str, str] = {}
+        # Pix whose bank did not say who paid: a cashout names the payer's key itself.
+        self.unreported_payers: set[str] = set()
 
     def teardown(self) -> None:
         db.session.rollback()
@@ -269,11 +272,17 @@ class MoneyMachine(RuleBasedStateMachine):
         self, payment_id: str, amount: int, with_fee: bool
     ) -> tuple[RefundOrder, int]:
         """A Pix devolution, or (`with_fee`) a Pix cashout to the payer's document that passes
-        its Pix-out fee on; the order and that fee. Cards take no Pix options."""
+        its Pix-out fee on (to the payer's CPF as its key when their bank did not report it);
+        the order and that fee. Cards take no Pix options."""
         if self.methods[payment_id] != "PIX":
             return RefundOrder(amount=amount), 0
         if with_fee:
-            cashout = RefundOrder(amount=amount, strategy="cashout", pass_fee_to_tenant=True)
+            cashout = RefundOrder(
+                amount=amount,
+                strategy="cashout",
+                pass_fee_to_tenant=True,
+                destination_key=CPF if payment_id in self.unreported_payers else None,
+            )
             return cashout, _payout_fee(self.app, amount)
         return RefundOrder(amount=amount, strategy="devolution"), 0
 
@@ -381,6 +390,7 @@ class ServiceMachine(MoneyMachine):
         simulated_payer.simulate_payment(charge, payer_document=None)
         db.session.commit()
         self.methods[charge.id] = "PIX"
+        self.unreported_payers.add(charge.id)
         self.model.hold(account_id, charge.id, amount)
 
     @precondition(lambda self: self.model.held)
@@ -403,19 +413,23 @@ class ServiceMachine(MoneyMachine):
             _expect(f"refund of held {held.key}", refund_refusal, code)
 
     @precondition(lambda self: self.model.held)
-    @rule(pick=PICK, release=st.booleans())
-    def review_held(self, pick, release):
-        """Staff release a held Pix (credited) or return it to the payer."""
+    @rule(pick=PICK, end=st.sampled_from(["release", "return", "cancel"]))
+    def end_held(self, pick, end):
+        """Staff release a held Pix (credited) or return it to the payer, or the merchant
+        cancels the charge (the Pix goes back to the payer)."""
         held = _pick(list(self.model.held.values()), pick)
-        if release:
+        if end == "release":
             _, code = self._attempt(lambda: pix_payments.release_held(held.key, self.staff_id))
             _expect(f"release of held {held.key}", None, code)
             fees, paid_at = self._fees(held.key)
             self.model.release_held(held.key, fees, paid_at + timedelta(seconds=HOLD_SECONDS))
-        else:
+            return
+        if end == "return":
             _, code = self._attempt(lambda: pix_payments.return_held(held.key, self.staff_id))
-            _expect(f"return of held {held.key}", None, code)
-            self.model.return_held(held.key)
+        else:
+            _, code = self._attempt(lambda: payments.cancel(held.wallet, TEST, held.key))
+        _expect(f"{end} of held {held.key}", None, code)
+        self.model.return_held(held.key)
 
     @precondition(lambda self: any(not p.released for p in self.model.payments.values()))
     @rule(pick=PICK)
