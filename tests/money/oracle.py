@@ -250,7 +250,7 @@ class Oracle:
         """What a refund and a dispute of a held Pix are refused with: it is no payment."""
         return NOT_REFUNDABLE, NOT_DISPUTABLE
 
-    def release_held(self, key: str, fees: int, release_at: datetime) -> None:
+    def release_held(self, key: str, fees: int, release_at: datetime | None = None) -> None:
         held = self.held.pop(key)
         self.pay(held.wallet, key, held.amount, fees, release_at)
 

@@ -12,7 +12,8 @@ Two Hypothesis state machines share the oracle and the database reading
   disputes opened, appealed, accepted, won and lost, payouts requested, approved, rejected,
   cancelled, completed and failed (503,00));
 - `HttpMachine`, smaller, drives the same through the API with a test key (and the dashboard
-  and staff tokens for payouts), running the jobs by calling the job functions.
+  and staff tokens for payouts, and the back-office page for held Pix), running the jobs by
+  calling the job functions.
 
 After every step both compare each wallet's available, pending and retained balances, each
 case's hold, each refund's, payout's and payment's state and the platform-wide flows with the
@@ -81,6 +82,7 @@ from tests.money import oracle as o
 from tests.money.oracle import FAILING_AMOUNT, Oracle
 from tests.support import factories
 from tests.support.charges import CPF
+from tests.support.dashboard import post_form, sign_in
 from tests.support.http import bearer, login
 from tests.support.money_rows import check_against, observe
 from tests.support.payouts import pix_payout
@@ -93,6 +95,7 @@ STEPS = int(os.environ.get("MONEY_MODEL_STEPS", "30"))
 HTTP_EXAMPLES = int(os.environ.get("MONEY_MODEL_HTTP_EXAMPLES", str(max(EXAMPLES // 2, 5))))
 DERANDOMIZE = os.environ.get("MONEY_MODEL_SEED", "fixed") != "random"
 HOLD_SECONDS = 3600
+BACK_OFFICE = "/dashboard/back-office"
 # Rows that outlive an example: the merchants, their people and keys (Argon2 is slow).
 KEPT_TABLES = frozenset({"accounts", "users", "memberships", "api_keys", "revoked_tokens"})
 
@@ -606,6 +609,7 @@ class HttpMachine(MoneyMachine):
     api_key: str = ""
     merchant_headers: dict = {}
     staff_headers: dict = {}
+    staff_browser = None  # a test client signed in to the dashboard as platform staff
     account_id: str = ""
 
     def _call(self, method: str, path: str, *, headers=None, **kwargs):
@@ -638,6 +642,69 @@ class HttpMachine(MoneyMachine):
         fees, _ = self._fees(payment_id)
         self.model.pay(self.account_id, payment_id, amount, fees)
 
+    @precondition(lambda self: len(self.model.payments) + len(self.model.held) < MAX_PAYMENTS)
+    @rule(amount=PAYMENT_AMOUNTS)
+    def pay_unproven_payer(self, amount):
+        """A payer-locked charge paid by a bank that did not say who paid: held for review."""
+        charge, code = self._call(
+            "POST",
+            "/v1/charges",
+            json={
+                "amount": amount,
+                "payment_method": "pix",
+                "customer": {"name": "Ana Souza"},
+                "expected_payer_tax_id": CPF,
+            },
+            headers={"apikey": self.api_key, "Idempotency-Key": uuid.uuid4().hex},
+        )
+        _expect("payer-locked charge", None, code)
+        paid, code = self._call(
+            "POST", f"/v1/sandbox/charges/{charge['id']}/pay", json={"payer_document": None}
+        )
+        _expect("sandbox payment without the payer's document", None, code)
+        assert paid["status"] == "processing", paid
+        payment_id = charge["id"].removeprefix("ch_")
+        self.methods[payment_id] = "PIX"
+        self.unreported_payers.add(payment_id)
+        self.model.hold(self.account_id, payment_id, amount)
+
+    @precondition(lambda self: self.model.held)
+    @rule(pick=PICK, dispute=st.booleans())
+    def ask_back_held(self, pick, dispute):
+        """A refund or a dispute of a held Pix, which is no payment yet."""
+        held = _pick(list(self.model.held.values()), pick)
+        refund_refusal, dispute_refusal = self.model.held_refusals()
+        if dispute:
+            _, code = self._call(
+                "POST",
+                f"/v1/sandbox/charges/ch_{held.key}/dispute",
+                json={"type": "med", "external_id": f"mm{next(self.serial)}"},
+            )
+            _expect(f"dispute of held {held.key}", dispute_refusal, code)
+        else:
+            _, code = self._call(
+                "POST",
+                f"/v1/payments/{held.key}/refund",
+                json={"amount": held.amount, "idempotencyKey": uuid.uuid4().hex},
+            )
+            _expect(f"refund of held {held.key}", refund_refusal, code)
+
+    @precondition(lambda self: self.model.held)
+    @rule(pick=PICK, release=st.booleans())
+    def end_held(self, pick, release):
+        """Staff release a held Pix from the back-office (credited), or the merchant cancels
+        the charge through the API (the Pix goes back to the payer)."""
+        held = _pick(list(self.model.held.values()), pick)
+        if release:
+            action = f"{BACK_OFFICE}/charges/ch_{held.key}/release"
+            assert post_form(self.staff_browser, BACK_OFFICE, action).status_code == 303
+            fees, _ = self._fees(held.key)
+            self.model.release_held(held.key, fees)
+        else:
+            _, code = self._call("POST", f"/v1/payments/{held.key}/cancel", json=None)
+            _expect(f"cancel of held {held.key}", None, code)
+            self.model.return_held(held.key)
+
     @precondition(lambda self: any(not p.released for p in self.model.payments.values()))
     @rule()
     def release_job(self):
@@ -651,7 +718,11 @@ class HttpMachine(MoneyMachine):
         amount = self._refund_amount(payment.key, share)
         expected = self.model.refund_refusal(payment.key, amount)
         order, fee = self._refund_order(payment.key, amount, with_fee)
-        options = {"strategy": order.strategy, "passFeeToTenant": order.pass_fee_to_tenant}
+        options = {
+            "strategy": order.strategy,
+            "passFeeToTenant": order.pass_fee_to_tenant,
+            "destinationKey": order.destination_key,
+        }
         body, code = self._call(
             "POST",
             f"/v1/payments/{payment.key}/refund",
@@ -784,6 +855,11 @@ def _staff_id(app) -> str:
         return user.id
 
 
+def _signed_in(browser, member):
+    sign_in(browser, member)
+    return browser
+
+
 def _prepare_service_machine(app, monkeypatch) -> None:
     monkeypatch.setitem(app.config, "SETTLEMENT_HOLD", f"{HOLD_SECONDS}s")
     monkeypatch.setattr(ServiceMachine, "app", app)
@@ -836,6 +912,7 @@ def test_money_through_the_api_matches_the_oracle(app, client, monkeypatch):
         "api_key": factories.make_api_key(app, member.account_id),
         "merchant_headers": bearer(login(client, member)),
         "staff_headers": bearer(login(client, staff)),
+        "staff_browser": _signed_in(app.test_client(), staff),
     }.items():
         monkeypatch.setattr(HttpMachine, name, value)
     run_state_machine_as_test(HttpMachine, settings=_settings(HTTP_EXAMPLES))
