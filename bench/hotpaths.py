@@ -14,10 +14,9 @@ What it does, in one run on this machine:
    calls: `POST /v1/charges`, `GET /v1/charges/<id>`, the first page of `GET /v1/charges`,
    `/v1/payments` and `/v1/med/cases`, then `GET /v1/payments/stats` and `/metrics` for 365
    days over `--stats-rows` seeded transactions (bench/common.py's seed, their daily totals
-   rebuilt). For each: ms per
-   call, the share of the wall time in psycopg's `Cursor.execute` (a statement sent and
-   PostgreSQL's answer awaited), and the top functions by own time and, among the app's, by
-   cumulative time.
+   rebuilt). For each: ms per call, the share of the wall time in psycopg's
+   `Cursor.execute` (a statement sent and PostgreSQL's answer awaited), and the top
+   functions by own time and, among the app's, by cumulative time.
 3. `worker`: `--deliveries` webhook deliveries to a local receiver (bench/webhooks.py's
    receiver and seed), worked off in burst mode by a fresh process (like `python
    worker.py`: create_app, app context, nothing run yet) twice: with RQ's forking `Worker`

@@ -8,9 +8,8 @@ Two Hypothesis state machines share the oracle and the database reading
   settlement releases at a clock the model advances, refunds that succeed, fail (503,00) or
   wait for money, the sweep and cancellation of waiting refunds, Pix held for review on a
   payer-locked charge (refunds and disputes of them refused; staff release or return them,
-  or the merchant cancels the charge),
-  disputes opened, appealed, accepted, won and lost, payouts requested, approved, rejected,
-  cancelled, completed and failed (503,00));
+  or the merchant cancels the charge), disputes opened, appealed, accepted, won and lost,
+  payouts requested, approved, rejected, cancelled, completed and failed (503,00));
 - `HttpMachine`, smaller, drives the same through the API with a test key (and the dashboard
   and staff tokens for payouts, and the back-office page for held Pix), running the jobs by
   calling the job functions.
