@@ -216,7 +216,22 @@ class MoneyMachine(RuleBasedStateMachine):
         finally:
             db.session.rollback()
 
+    @precondition(lambda self: self.model.held)
+    @rule(pick=PICK, dispute=st.booleans())
+    def ask_back_held(self, pick, dispute):
+        """A refund or a dispute of a held Pix, which is no payment yet (each machine asks
+        its own way: `_whole_refund_code`, `_dispute_code`)."""
+        held = self._held(pick)
+        refund_refusal, dispute_refusal = self.model.held_refusals()
+        if dispute:
+            _expect(f"dispute of held {held.key}", dispute_refusal, self._dispute_code(held.key))
+        else:
+            _expect(f"refund of held {held.key}", refund_refusal, self._whole_refund_code(held))
+
     # Shared choices
+
+    def _held(self, pick: int) -> o.HeldPix:
+        return _pick(list(self.model.held.values()), pick)
 
     def _payments(self) -> list[o.Payment]:
         return list(self.model.payments.values())
@@ -395,31 +410,22 @@ class ServiceMachine(MoneyMachine):
         self.unreported_payers.add(charge.id)
         self.model.hold(account_id, charge.id, amount)
 
-    @precondition(lambda self: self.model.held)
-    @rule(pick=PICK, dispute=st.booleans())
-    def ask_back_held(self, pick, dispute):
-        """A refund or a dispute of a held Pix, which is no payment yet."""
-        held = _pick(list(self.model.held.values()), pick)
-        refund_refusal, dispute_refusal = self.model.held_refusals()
-        if dispute:
-            notice = DisputeNotice(external_id=f"mm{next(self.serial)}")
-            _, code = self._attempt(
-                lambda: dispute_cases.open_case(held.key, notice, source="sandbox")
-            )
-            _expect(f"dispute of held {held.key}", dispute_refusal, code)
-        else:
-            order = RefundOrder(amount=held.amount)
-            _, code = self._attempt(
-                lambda: refunds.request_refund(held.wallet, TEST, held.key, order)
-            )
-            _expect(f"refund of held {held.key}", refund_refusal, code)
+    def _dispute_code(self, payment_key: str) -> str | None:
+        notice = DisputeNotice(external_id=f"mm{next(self.serial)}")
+        return self._attempt(
+            lambda: dispute_cases.open_case(payment_key, notice, source="sandbox")
+        )[1]
+
+    def _whole_refund_code(self, held: o.HeldPix) -> str | None:
+        order = RefundOrder(amount=held.amount)
+        return self._attempt(lambda: refunds.request_refund(held.wallet, TEST, held.key, order))[1]
 
     @precondition(lambda self: self.model.held)
     @rule(pick=PICK, end=st.sampled_from(["release", "return", "cancel"]))
     def end_held(self, pick, end):
         """Staff release a held Pix (credited) or return it to the payer, or the merchant
         cancels the charge (the Pix goes back to the payer)."""
-        held = _pick(list(self.model.held.values()), pick)
+        held = self._held(pick)
         if end == "release":
             _, code = self._attempt(lambda: pix_payments.release_held(held.key, self.staff_id))
             _expect(f"release of held {held.key}", None, code)
@@ -667,33 +673,26 @@ class HttpMachine(MoneyMachine):
         self.unreported_payers.add(payment_id)
         self.model.hold(self.account_id, payment_id, amount)
 
-    @precondition(lambda self: self.model.held)
-    @rule(pick=PICK, dispute=st.booleans())
-    def ask_back_held(self, pick, dispute):
-        """A refund or a dispute of a held Pix, which is no payment yet."""
-        held = _pick(list(self.model.held.values()), pick)
-        refund_refusal, dispute_refusal = self.model.held_refusals()
-        if dispute:
-            _, code = self._call(
-                "POST",
-                f"/v1/sandbox/charges/ch_{held.key}/dispute",
-                json={"type": "med", "external_id": f"mm{next(self.serial)}"},
-            )
-            _expect(f"dispute of held {held.key}", dispute_refusal, code)
-        else:
-            _, code = self._call(
-                "POST",
-                f"/v1/payments/{held.key}/refund",
-                json={"amount": held.amount, "idempotencyKey": uuid.uuid4().hex},
-            )
-            _expect(f"refund of held {held.key}", refund_refusal, code)
+    def _dispute_code(self, payment_key: str) -> str | None:
+        return self._call(
+            "POST",
+            f"/v1/sandbox/charges/ch_{payment_key}/dispute",
+            json={"type": "med", "external_id": f"mm{next(self.serial)}"},
+        )[1]
+
+    def _whole_refund_code(self, held: o.HeldPix) -> str | None:
+        return self._call(
+            "POST",
+            f"/v1/payments/{held.key}/refund",
+            json={"amount": held.amount, "idempotencyKey": uuid.uuid4().hex},
+        )[1]
 
     @precondition(lambda self: self.model.held)
     @rule(pick=PICK, release=st.booleans())
     def end_held(self, pick, release):
         """Staff release a held Pix from the back-office (credited), or the merchant cancels
         the charge through the API (the Pix goes back to the payer)."""
-        held = _pick(list(self.model.held.values()), pick)
+        held = self._held(pick)
         if release:
             action = f"{BACK_OFFICE}/charges/ch_{held.key}/release"
             assert post_form(self.staff_browser, BACK_OFFICE, action).status_code == 303
