@@ -81,7 +81,7 @@ class ChargeById(ApiKeyView):
     @blp.errors(401, 404)
     def get(self, charge_id):
         """Read a charge by its ch_ id or raw id."""
-        return committed_for_caller(charges.get_charge, charge_id)
+        return committed_for_caller(charges.read_charge, charge_id)
 
 
 @pix_blp.route("/charges")

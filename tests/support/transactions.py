@@ -1,14 +1,14 @@
 """Whether a statement ran inside a transaction, read off the driver's connection: for the
-statements that run alone in autocommit (`app.extensions.outside_transaction`)."""
+statements that run alone in autocommit (`app.extensions.outside_transaction`, and the reads
+straight on the pool of `app.models.copies`, which no SQLAlchemy event sees)."""
 
 import sqlite3
 from collections.abc import Callable
 from typing import TypeVar
+from unittest import mock
 
 import psycopg
-import sqlalchemy as sa
-
-from app.extensions import db
+from sqlalchemy.pool import _ConnectionFairy
 
 Answer = TypeVar("Answer")
 
@@ -17,19 +17,34 @@ def open_after(app, statement_start: str, call: Callable[[], Answer]) -> tuple[A
     """What `call` returns, and for each statement beginning with `statement_start` that it
     runs, whether a transaction was open on its connection just after it ran."""
     found = []
+    pooled_cursor = _ConnectionFairy.cursor
 
-    def after_execute(connection, _cursor, statement, *_):
-        if statement.startswith(statement_start):
-            found.append(_in_transaction(connection.connection.dbapi_connection))
+    def cursor(pooled, *args, **kwargs):
+        return _Recording(pooled_cursor(pooled, *args, **kwargs), pooled, statement_start, found)
 
-    with app.app_context():
-        engine = db.engine
-    sa.event.listen(engine, "after_cursor_execute", after_execute)
-    try:
+    with mock.patch.object(_ConnectionFairy, "cursor", cursor):
         answer = call()
-    finally:
-        sa.event.remove(engine, "after_cursor_execute", after_execute)
     return answer, found
+
+
+class _Recording:
+    """A driver's cursor whose `execute` notes whether a transaction is open on its
+    connection after each statement beginning with `start`; every other use goes through."""
+
+    def __init__(self, cursor, pooled, start: str, found: list[bool]):
+        self._cursor, self._pooled, self._start, self._found = cursor, pooled, start, found
+
+    def execute(self, statement, *args, **kwargs):
+        result = self._cursor.execute(statement, *args, **kwargs)
+        if statement.startswith(self._start):
+            self._found.append(_in_transaction(self._pooled.dbapi_connection))
+        return result
+
+    def __iter__(self):
+        return iter(self._cursor)
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
 
 
 def _in_transaction(dbapi_connection) -> bool:

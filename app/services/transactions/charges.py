@@ -230,6 +230,13 @@ def get_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:
     return charge_expiry.expire_if_due(charge)
 
 
+def read_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:
+    """`get_charge` for an answer only (`GET /v1/charges/<id>`): a detached copy read straight
+    on the pool, or the expired charge, locked, when it was found overdue."""
+    charge = lifecycle.read_only(account_id, mode, raw_id(charge_id))
+    return charge_expiry.expire_if_due(charge)
+
+
 def payment_day(charge: Transaction, intended: date | None) -> date:
     """The São Paulo day a payer's bank asks a charge's amount for (the standard's `DPP`),
     today when it does not say: 400 for a past day, or one after a due date's last payable

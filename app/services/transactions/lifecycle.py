@@ -61,6 +61,17 @@ def find(account_id: str, mode: KeyMode, transaction_id: str) -> Transaction:
     )
 
 
+def read_only(account_id: str, mode: KeyMode, transaction_id: str) -> Transaction:
+    """`find` for an answer only: a detached copy (`tenancy.owned_copy`)."""
+    return tenancy.owned_copy(
+        Transaction,
+        transaction_id,
+        translatable("No such charge."),
+        account_id=account_id,
+        mode=mode,
+    )
+
+
 def lock(transaction_id: str) -> Transaction:
     """The row, locked until commit (`locking.lock`); an unknown id is 404."""
     transaction = locking.lock(Transaction, transaction_id)

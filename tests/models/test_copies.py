@@ -1,0 +1,126 @@
+"""`detached_copy`: a row read straight on the pool holds exactly what the session would load,
+and never leaves a connection in autocommit for the next transaction."""
+
+import sqlite3
+from datetime import UTC, date
+
+import pytest
+import sqlalchemy as sa
+
+from app.extensions import db
+from app.models import KeyMode, Transaction, TransactionStatus
+from app.models.copies import detached_copy
+from tests.support import factories
+from tests.support.charges import created, pay, raw
+from tests.support.rows import update_row
+from tests.support.transactions import open_after
+
+
+@pytest.fixture
+def account_id(app):
+    return factories.make_account(app, "Padaria São João")
+
+
+@pytest.fixture
+def api_key(app, account_id):
+    return factories.make_api_key(app, account_id)
+
+
+def _paid_charge(app, client, api_key) -> str:
+    charge_id = raw(created(client, api_key, metadata={"order": "42"})["id"])
+    assert pay(client, api_key, f"ch_{charge_id}").status_code == 200
+    update_row(
+        app,
+        Transaction,
+        charge_id,
+        due_date=date(2026, 12, 24),
+        due_terms={"date": "2026-12-24", "days_valid_after": 30},
+        due_original_amount=1234,
+    )
+    return charge_id
+
+
+def _columns(row: Transaction) -> dict:
+    return {prop.key: getattr(row, prop.key) for prop in sa.inspect(Transaction).column_attrs}
+
+
+def test_a_copy_holds_every_column_as_the_session_loads_it(app, client, account_id, api_key):
+    charge_id = _paid_charge(app, client, api_key)
+    with app.app_context():
+        copy = detached_copy(Transaction, charge_id, account_id=account_id, mode=KeyMode.TEST)
+        loaded = db.session.get(Transaction, charge_id)
+        assert _columns(copy) == _columns(loaded)
+        assert {key: type(value) for key, value in _columns(copy).items()} == {
+            key: type(value) for key, value in _columns(loaded).items()
+        }
+    assert copy.status is TransactionStatus.PAID
+    assert copy.metadata_ == {"order": "42", "description": "Pedido 42"}
+    assert copy.paid_at.tzinfo is UTC and copy.due_date == date(2026, 12, 24)
+    assert copy.due_terms == {"date": "2026-12-24", "days_valid_after": 30}
+    state = sa.inspect(copy)
+    assert state.detached and state.identity == (charge_id,)
+
+
+def test_a_row_outside_the_scope_or_missing_is_none(app, client, account_id, api_key):
+    charge_id = raw(created(client, api_key)["id"])
+    other = factories.make_account(app, "Outra")
+    with app.app_context():
+        assert detached_copy(Transaction, charge_id, account_id=other, mode=KeyMode.TEST) is None
+        assert (
+            detached_copy(Transaction, charge_id, account_id=account_id, mode=KeyMode.LIVE) is None
+        )
+        assert detached_copy(Transaction, "nope", account_id=account_id, mode=KeyMode.TEST) is None
+
+
+def test_the_read_runs_alone_in_autocommit_and_the_connection_goes_back_transactional(
+    app, client, account_id, api_key
+):
+    charge_id = raw(created(client, api_key)["id"])
+    checked_in = []
+    with app.app_context():
+        engine = db.engine
+
+    def note_checkin(dbapi_connection, _record):
+        checked_in.append(_autocommits(dbapi_connection))
+
+    sa.event.listen(engine, "checkin", note_checkin)
+    try:
+        with app.app_context():
+            _, opened = open_after(
+                app,
+                f"SELECT {Transaction.__tablename__}.id",
+                lambda: detached_copy(
+                    Transaction, charge_id, account_id=account_id, mode=KeyMode.TEST
+                ),
+            )
+    finally:
+        sa.event.remove(engine, "checkin", note_checkin)
+    assert opened == [False]
+    assert checked_in == [False]
+
+
+def test_a_failed_read_discards_its_connection(app, client, account_id, api_key):
+    charge_id = raw(created(client, api_key)["id"])
+    discarded = []
+    with app.app_context():
+        engine = db.engine
+
+    def note_invalidated(_dbapi_connection, _record, error):
+        discarded.append(error is not None)
+
+    sa.event.listen(engine, "invalidate", note_invalidated)
+    try:
+        with app.app_context(), pytest.raises(Exception):  # noqa: B017 (the drivers differ: no object() is sent)
+            detached_copy(Transaction, object(), account_id=account_id, mode=KeyMode.TEST)
+    finally:
+        sa.event.remove(engine, "invalidate", note_invalidated)
+    assert discarded == [False]  # invalidated by the read itself, not by the pool's error
+    with app.app_context():
+        copy = detached_copy(Transaction, charge_id, account_id=account_id, mode=KeyMode.TEST)
+    assert copy.id == charge_id
+
+
+def _autocommits(dbapi_connection) -> bool:
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        return dbapi_connection.isolation_level is None
+    return dbapi_connection.autocommit
