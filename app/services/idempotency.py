@@ -24,9 +24,9 @@ import sqlalchemy as sa
 from flask import current_app
 
 from app.errors import Conflict, InvalidRequest
-from app.extensions import db, insert_for, outside_transaction
-from app.models import IdempotencyKey
-from app.models.base import utcnow
+from app.extensions import db, insert_for
+from app.models import IdempotencyKey, pooled
+from app.models.base import new_id, utcnow
 
 T = TypeVar("T")
 MIN_KEY_LENGTH = 8
@@ -78,20 +78,20 @@ def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
     trips around it): an INSERT that does nothing when the key is taken."""
     token = str(uuid.uuid4())
     db.session.commit()  # ends a read authentication may have begun; nothing is pending
-    with outside_transaction():
-        key_id = db.session.connection().scalar(
-            _claim_statement(db.engine.dialect.name),
-            {
-                "claimed_account": account_id,
-                "claimed_scope": scope,
-                "claimed_key": key,
-                "claimed_hash": request_hash,
-                "token": token,
-                "claimed_at": utcnow(),
-            },
-        )
-    if key_id is not None:
-        return Claim(key_id=key_id, lock_token=token)
+    claimed = pooled.first_row(
+        _claim_statement(db.engine.dialect.name),
+        {
+            "new_key_id": new_id(),
+            "claimed_account": account_id,
+            "claimed_scope": scope,
+            "claimed_key": key,
+            "claimed_hash": request_hash,
+            "token": token,
+            "claimed_at": utcnow(),
+        },
+    )
+    if claimed is not None:
+        return Claim(key_id=claimed[0], lock_token=token)
     existing = db.session.scalar(
         sa.select(IdempotencyKey).where(
             IdempotencyKey.account_id == account_id,
@@ -171,12 +171,14 @@ def _claim_statement(dialect: str) -> sa.Insert:
     return (
         insert_for(_KEYS, dialect)
         .values(
+            id=sa.bindparam("new_key_id"),
             account_id=sa.bindparam("claimed_account"),
             scope=sa.bindparam("claimed_scope"),
             key=sa.bindparam("claimed_key"),
             request_hash=sa.bindparam("claimed_hash"),
             lock_token=sa.bindparam("token"),
             locked_at=sa.bindparam("claimed_at"),
+            created_at=sa.bindparam("claimed_at"),
         )
         .on_conflict_do_nothing(index_elements=["account_id", "scope", "key"])
         .returning(_KEYS.c.id)

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from app.errors import NotFound
 from app.extensions import db
-from app.models.copies import detached_copy
+from app.models.pooled import detached_copy
 
 Row = TypeVar("Row")
 
@@ -25,7 +25,7 @@ def owned(model: type[Row], row_id: str, missing: str, **scope: object) -> Row:
 
 def owned_copy(model: type[Row], row_id: str, missing: str, **scope: object) -> Row:
     """`owned` for an answer only: outside a transaction, a detached copy read straight on
-    the pool (`models.copies`), about half the interpreter time of a read through the
+    the pool (`models.pooled`), about half the interpreter time of a read through the
     session; inside one, the session's row (that transaction may have written it)."""
     if db.session().in_transaction():
         return owned(model, row_id, missing, **scope)

@@ -8,7 +8,8 @@ The payer limit is exact: on PostgreSQL, requests for the same payer are seriali
 transaction-level advisory lock held until commit, so two cannot both take the last slot.
 The account limit is a coarse ceiling counted without a lock (it may be passed by the number
 of requests in flight at that instant), so one merchant's charges never queue behind each
-other.
+other. Its count is a statement of its own on a pooled connection (`models.pooled`), outside
+the request's transaction: it counts committed charges, as it did inside one.
 """
 
 from datetime import datetime, timedelta
@@ -18,7 +19,7 @@ from flask import current_app
 
 from app.errors import PermissionDenied
 from app.extensions import db
-from app.models import KeyMode, Transaction
+from app.models import KeyMode, Transaction, pooled
 from app.models.transaction import OPEN_CHARGE_CONDITION
 
 CUSTOMER_VELOCITY = "fraud.customer_velocity_exceeded"
@@ -39,14 +40,16 @@ def check_velocity(
     if payer_document:
         _serialise_payer(account_id, mode, payer_document)
         limit = config["FRAUD_MAX_LIVE_CHARGES_PER_CUSTOMER"]
-        if _count(PAYER_COUNT, limit, payer_document=payer_document, **window) >= limit:
+        payer_window = {"limit": limit, "payer_document": payer_document, **window}
+        if db.session.scalar(PAYER_COUNT, payer_window) >= limit:
             raise PermissionDenied(
                 f"This payer already has {limit} open charges; wait for them to be paid or to "
                 "expire.",
                 code=CUSTOMER_VELOCITY,
             )
     limit = config["FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT"]
-    if _count(ACCOUNT_COUNT, limit, **window) >= limit:
+    (live,) = pooled.first_row(ACCOUNT_COUNT, {"limit": limit, **window})
+    if live >= limit:
         raise PermissionDenied(
             f"The account already has {limit} open charges in the velocity window.",
             code=ACCOUNT_VELOCITY,
@@ -76,10 +79,6 @@ def _live_charges(*conditions) -> sa.Select:
 
 ACCOUNT_COUNT = _live_charges()
 PAYER_COUNT = _live_charges(Transaction.payer_document == sa.bindparam("payer_document"))
-
-
-def _count(statement: sa.Select, limit: int, **values: object) -> int:
-    return db.session.scalar(statement, {"limit": limit, **values})
 
 
 def _serialise_payer(account_id: str, mode: KeyMode, payer_document: str) -> None:

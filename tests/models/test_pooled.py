@@ -1,5 +1,6 @@
-"""`detached_copy`: a row read straight on the pool holds exactly what the session would load,
-and never leaves a connection in autocommit for the next transaction."""
+"""`first_row` and `detached_copy`: a statement run straight on the pool answers exactly what
+the session would, commits as it runs, and never leaves a connection in autocommit for the
+next transaction."""
 
 import sqlite3
 from datetime import UTC, date
@@ -8,12 +9,23 @@ import pytest
 import sqlalchemy as sa
 
 from app.extensions import db
-from app.models import KeyMode, Transaction, TransactionStatus
-from app.models.copies import detached_copy
+from app.models import Account, KeyMode, Transaction, TransactionStatus
+from app.models.pooled import detached_copy, first_row
 from tests.support import factories
 from tests.support.charges import created, pay, raw
 from tests.support.rows import update_row
 from tests.support.transactions import open_after
+
+# Built once, as `first_row` asks: a value the statement carries itself, a parameter, and
+# columns the session types (an enum, a UTC time); a write that answers no row.
+STATUS_OF = sa.select(sa.literal("charge"), Transaction.status, Transaction.paid_at).where(
+    Transaction.id == sa.bindparam("row_id")
+)
+RENAME = (
+    sa.update(Account)
+    .where(Account.id == sa.bindparam("account"))
+    .values(name=sa.bindparam("new_name"))
+)
 
 
 @pytest.fixture
@@ -124,3 +136,21 @@ def _autocommits(dbapi_connection) -> bool:
     if isinstance(dbapi_connection, sqlite3.Connection):
         return dbapi_connection.isolation_level is None
     return dbapi_connection.autocommit
+
+
+def test_first_row_types_its_columns_and_a_write_commits_as_it_runs(
+    app, client, account_id, api_key
+):
+    charge_id = _paid_charge(app, client, api_key)
+    with app.app_context():
+        kind, status, paid_at = first_row(STATUS_OF, {"row_id": charge_id})
+        assert (kind, status, paid_at) == (
+            "charge",
+            TransactionStatus.PAID,
+            db.session.get(Transaction, charge_id).paid_at,
+        )
+        assert paid_at.tzinfo is UTC
+        assert first_row(STATUS_OF, {"row_id": "nope"}) is None
+        assert first_row(RENAME, {"account": account_id, "new_name": "Padaria Nova"}) is None
+    with app.app_context():
+        assert db.session.get(Account, account_id).name == "Padaria Nova"
