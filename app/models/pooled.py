@@ -115,7 +115,7 @@ def _run(compiled: _Compiled, values: dict[str, object]) -> tuple | None:
         dialect.set_isolation_level(connection.dbapi_connection, "AUTOCOMMIT")
         cursor = connection.cursor()
         cursor.execute(compiled.sql, parameters)
-        found = cursor.fetchone() if cursor.description else None
+        found = cursor.fetchone() if compiled.results else None  # a write may answer no row
         cursor.close()
         dialect.reset_isolation_level(connection.dbapi_connection)
     except BaseException:
