@@ -233,7 +233,7 @@ def get_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:
 def read_charge(account_id: str, mode: KeyMode, charge_id: str) -> Transaction:
     """`get_charge` for an answer only (`GET /v1/charges/<id>`): a detached copy read straight
     on the pool, or the expired charge, locked, when it was found overdue."""
-    charge = lifecycle.read_only(account_id, mode, raw_id(charge_id))
+    charge = lifecycle.find(account_id, mode, raw_id(charge_id), answer_only=True)
     return charge_expiry.expire_if_due(charge)
 
 

@@ -50,20 +50,14 @@ EVENTS_ON_ENTRY: dict[TransactionStatus, tuple[str, ...]] = {
 }
 
 
-def find(account_id: str, mode: KeyMode, transaction_id: str) -> Transaction:
-    """A transaction of the caller's account and mode; anything else is 404."""
-    return tenancy.owned(
-        Transaction,
-        transaction_id,
-        translatable("No such charge."),
-        account_id=account_id,
-        mode=mode,
-    )
-
-
-def read_only(account_id: str, mode: KeyMode, transaction_id: str) -> Transaction:
-    """`find` for an answer only: a detached copy (`tenancy.owned_copy`)."""
-    return tenancy.owned_copy(
+def find(
+    account_id: str, mode: KeyMode, transaction_id: str, *, answer_only: bool = False
+) -> Transaction:
+    """A transaction of the caller's account and mode; anything else is 404. With
+    `answer_only`, a detached copy read straight on the pool (`tenancy.owned_copy`), for a
+    caller that only answers with it."""
+    lookup = tenancy.owned_copy if answer_only else tenancy.owned
+    return lookup(
         Transaction,
         transaction_id,
         translatable("No such charge."),
