@@ -137,8 +137,9 @@ db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 @contextmanager
 def outside_transaction() -> Iterator[None]:
     """The block's statements each committed as they run (autocommit), with no BEGIN and
-    COMMIT round trips around them: for a lone statement that needs no transaction, such as
-    an idempotency claim or a read by id (issue 22). A transaction the session already has
+    COMMIT round trips around them: for a lone statement through the session that needs no
+    transaction, such as the read of a charge the sandbox then acts on (issue 22; the hottest
+    such statements skip the session: `models.pooled`). A transaction the session already has
     open is used as it is, so nothing of a caller's is ever committed early. What the block
     loads stays loaded (the session does not expire on commit); the next statement after it
     begins a transaction as usual."""

@@ -6,9 +6,11 @@ Through the session, such a statement spent about two thirds of its interpreter 
 SQLAlchemy's session, connection and execution machinery, around a statement PostgreSQL
 answers in microseconds. Here a statement, built once as a module constant or cached, is
 compiled once per dialect with SQLAlchemy's own bind and result processors, then sent on a
-connection taken from the engine's pool in autocommit (no BEGIN or COMMIT round trip). It
-commits as it runs and sees only what is committed, so it is for statements that need no
-transaction: a caller's open transaction is neither used nor seen.
+connection taken from the engine's pool in autocommit (no BEGIN or COMMIT round trip): it
+commits as it runs, so it is for statements that need no transaction. Like
+`extensions.outside_transaction`, a transaction the session already has open is used as it
+is: the statement then runs in it, sees its writes, commits nothing early and takes no second
+connection from the pool.
 """
 
 from collections.abc import Callable
@@ -42,8 +44,13 @@ def first_row(statement: sa.Executable, values: dict[str, object]) -> tuple | No
     """The first row `statement` answers with `values` for its parameters (None when it
     answers none), its columns as the session would type them. `statement` is built once:
     it is compiled once per dialect."""
-    compiled = _compiled(statement, db.engine.dialect)
-    found = _run(compiled, values)
+    engine = db.engine
+    compiled = _compiled(statement, engine.dialect)
+    if db.session().in_transaction():
+        answer = db.session.execute(statement, values)
+        found = answer.first() if compiled.results else None
+        return None if found is None else tuple(found)
+    found = _run(engine, compiled, values)
     if found is None:
         return None
     return tuple(
@@ -100,7 +107,7 @@ def _compiled(statement: sa.Executable, dialect: Dialect) -> _Compiled:
     )
 
 
-def _run(compiled: _Compiled, values: dict[str, object]) -> tuple | None:
+def _run(engine: sa.Engine, compiled: _Compiled, values: dict[str, object]) -> tuple | None:
     """The first row of `compiled`, run in autocommit on a connection from the pool. A
     failure discards that connection rather than pool it in autocommit."""
     values = {**compiled.fixed, **values}
@@ -109,8 +116,8 @@ def _run(compiled: _Compiled, values: dict[str, object]) -> tuple | None:
     }
     if compiled.positions is not None:
         parameters = [parameters[name] for name in compiled.positions]
-    dialect = db.engine.dialect
-    connection = db.engine.raw_connection()
+    dialect = engine.dialect
+    connection = engine.raw_connection()
     try:
         dialect.set_isolation_level(connection.dbapi_connection, "AUTOCOMMIT")
         cursor = connection.cursor()

@@ -151,6 +151,35 @@ def test_first_row_types_its_columns_and_a_write_commits_as_it_runs(
         )
         assert paid_at.tzinfo is UTC
         assert first_row(STATUS_OF, {"row_id": "nope"}) is None
+        db.session.commit()  # the session's read began a transaction, which a write would join
         assert first_row(RENAME, {"account": account_id, "new_name": "Padaria Nova"}) is None
     with app.app_context():
         assert db.session.get(Account, account_id).name == "Padaria Nova"
+
+
+def test_inside_an_open_transaction_it_runs_there_and_sees_what_that_wrote(
+    app, client, account_id, api_key
+):
+    charge_id = raw(created(client, api_key)["id"])
+    scope = {"account_id": account_id, "mode": KeyMode.TEST}
+    checked_out = []
+    with app.app_context():
+        engine = db.engine
+
+    def note_checkout(*_):
+        checked_out.append(True)
+
+    with app.app_context():
+        db.session.execute(
+            sa.update(Transaction).where(Transaction.id == charge_id).values(customer_name="Ana")
+        )
+        sa.event.listen(engine, "checkout", note_checkout)
+        try:
+            assert detached_copy(Transaction, charge_id, **scope).customer_name == "Ana"
+        finally:
+            sa.event.remove(engine, "checkout", note_checkout)
+        assert checked_out == []  # no second connection from the pool
+        assert first_row(RENAME, {"account": account_id, "new_name": "Padaria Nova"}) is None
+        db.session.rollback()
+        assert detached_copy(Transaction, charge_id, **scope).customer_name is None
+        assert db.session.get(Account, account_id).name == "Padaria São João"  # nothing early

@@ -8,8 +8,9 @@ The payer limit is exact: on PostgreSQL, requests for the same payer are seriali
 transaction-level advisory lock held until commit, so two cannot both take the last slot.
 The account limit is a coarse ceiling counted without a lock (it may be passed by the number
 of requests in flight at that instant), so one merchant's charges never queue behind each
-other. Its count is a statement of its own on a pooled connection (`models.pooled`), outside
-the request's transaction: it counts committed charges, as it did inside one.
+other. Its count is a statement of its own (`models.pooled`): straight on the pool when no
+transaction is open yet, as in an API request, and in the open one otherwise. Either way it
+counts the committed charges, the request having written none yet.
 """
 
 from datetime import datetime, timedelta
