@@ -13,12 +13,16 @@ is: the statement then runs in it, sees its writes, commits nothing early and ta
 connection from the pool.
 """
 
+import json
 from collections.abc import Callable
+from copy import copy
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from datetime import date
+from functools import cache, lru_cache, partial
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import make_transient_to_detached
 
@@ -50,13 +54,7 @@ def first_row(statement: sa.Executable, values: dict[str, object]) -> tuple | No
         answer = db.session.execute(statement, values)
         found = answer.first() if compiled.results else None
         return None if found is None else tuple(found)
-    found = _run(engine, compiled, values)
-    if found is None:
-        return None
-    return tuple(
-        process(value) if process else value
-        for process, value in zip(compiled.results, found, strict=True)
-    )
+    return _typed(compiled, _run(engine, compiled, values))
 
 
 def detached_copy(model: type[Row], row_id: str, **scope: object) -> Row | None:
@@ -107,6 +105,15 @@ def _compiled(statement: sa.Executable, dialect: Dialect) -> _Compiled:
     )
 
 
+def _typed(compiled: _Compiled, found: tuple | None) -> tuple | None:
+    if found is None:
+        return None
+    return tuple(
+        process(value) if process else value
+        for process, value in zip(compiled.results, found, strict=True)
+    )
+
+
 def _run(engine: sa.Engine, compiled: _Compiled, values: dict[str, object]) -> tuple | None:
     """The first row of `compiled`, run in autocommit on a connection from the pool. A
     failure discards that connection rather than pool it in autocommit."""
@@ -125,9 +132,131 @@ def _run(engine: sa.Engine, compiled: _Compiled, values: dict[str, object]) -> t
         found = cursor.fetchone() if compiled.results else None  # a write may answer no row
         cursor.close()
         dialect.reset_isolation_level(connection.dbapi_connection)
+    except dialect.loaded_dbapi.Error as error:
+        connection.invalidate()
+        raise sa.exc.DBAPIError.instance(
+            compiled.sql, parameters, error, dialect.loaded_dbapi.Error
+        ) from error  # as the session raises it: an IntegrityError is one here too
     except BaseException:
         connection.invalidate()
         raise
     finally:
         connection.close()
     return found
+
+
+def write_if(
+    guard: sa.Update, values: dict[str, object], rows: list[tuple[sa.Table, dict]]
+) -> bool:
+    """Insert `rows` (each a table and its column values, from `insert_values`) only if
+    `guard`, an UPDATE, changes a row with `values`: one statement in autocommit, on a
+    connection of its own, so the rows and the guarded change commit together or not at all.
+    True when the guard changed a row. PostgreSQL only (data changes in WITH).
+
+    A table's rows travel as one JSON parameter: a statement with a parameter per column
+    (80 for a charge) was converted anew for every execution by the driver, which caches
+    only short statements with few parameters."""
+    batches: dict[tuple[sa.Table, tuple[str, ...]], list[dict]] = {}
+    for table, columns in rows:
+        batches.setdefault((table, tuple(columns)), []).append(columns)
+    engine = db.engine
+    compiled = _compiled(_guarded_inserts(guard, tuple(batches)), engine.dialect)
+    parameters = dict(values)
+    for index, ((table, _columns), batch) in enumerate(batches.items()):
+        parameters[f"rows_{index}"] = _as_json(table, batch, engine.dialect)
+    (changed,) = _run(engine, compiled, parameters)
+    return changed == 1
+
+
+@lru_cache(maxsize=64)
+def _guarded_inserts(guard: sa.Update, shape: tuple[tuple[sa.Table, tuple[str, ...]], ...]):
+    """`WITH guarded AS (guard RETURNING 1), rows_0 AS (INSERT INTO t (…) SELECT … FROM
+    jsonb_populate_recordset(NULL::t, :rows_0) JOIN guarded ON true), …
+    SELECT count(*) FROM guarded`: the inserts take their rows through the guard's answer,
+    so none happens when the guard changes nothing."""
+    guarded = guard.returning(sa.literal_column("1")).cte("guarded")
+    inserts = []
+    for index, (table, columns) in enumerate(shape):
+        records = sa.func.jsonb_populate_recordset(
+            sa.literal_column(f"NULL::{table.name}"),
+            sa.cast(sa.bindparam(f"rows_{index}", type_=sa.Text), JSONB),
+        ).table_valued(name=f"r{index}")
+        chosen = sa.select(
+            *(sa.literal_column(f"r{index}.{name}") for name in columns)
+        ).select_from(records.join(guarded, sa.true()))
+        inserts.append(
+            table.insert().from_select(columns, chosen, include_defaults=False).cte(f"rows_{index}")
+        )
+    return sa.select(sa.func.count()).select_from(guarded).add_cte(*inserts)
+
+
+def _as_json(table: sa.Table, batch: list[dict], dialect: Dialect) -> str:
+    """A table's rows as the JSON `jsonb_populate_recordset` reads: each value as the column's
+    type binds it (an enum by name, a time in UTC), JSON columns as they are."""
+    binds = _json_binds(table, dialect)
+    return json.dumps(
+        [
+            {name: binds[name](value) if binds[name] else value for name, value in row.items()}
+            for row in batch
+        ],
+        default=_iso,
+    )
+
+
+@lru_cache(maxsize=64)
+def _json_binds(table: sa.Table, dialect: Dialect) -> dict[str, Processor]:
+    return {
+        column.name: None
+        if isinstance(column.type.dialect_impl(dialect), sa.JSON)
+        else column.type.dialect_impl(dialect).bind_processor(dialect)
+        for column in table.columns
+    }
+
+
+def _iso(value: object) -> str:
+    if isinstance(value, date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} has no JSON form for a row")
+
+
+def insert_values(instance: object) -> dict[str, object]:
+    """The column values a flush would insert for a new `instance`: what it was given, else
+    its column's Python default; a column left to the server's default is left out."""
+    values = {}
+    for key, name, given, server_default in _insert_columns(type(instance)):
+        if key in instance.__dict__:
+            values[name] = instance.__dict__[key]
+        elif given is not None:
+            values[name] = given()
+        elif not server_default:
+            values[name] = None
+    return values
+
+
+@cache
+def _insert_columns(model: type) -> tuple[tuple[str, str, Callable[[], object] | None, bool], ...]:
+    """Per column of `model`: its attribute, its name, its Python default as a call, and
+    whether the server has a default for it."""
+    columns = []
+    for prop in sa.inspect(model).column_attrs:
+        column = prop.columns[0]
+        default = column.default
+        if default is None:
+            given = None
+        elif default.is_callable:
+            given = partial(default.arg, None)
+        elif default.is_scalar:
+            given = partial(copy, default.arg)
+        else:
+            raise ValueError(f"{column} has a default a statement computes: flush it instead")
+        columns.append((prop.key, column.name, given, column.server_default is not None))
+    return tuple(columns)
+
+
+def written(instance: Row, values: dict[str, object]) -> Row:
+    """`instance`, new and written with `insert_values`, as the row it now is: detached, with
+    those values loaded (what a session since closed would have left)."""
+    keys = {name: key for key, name, _given, _server in _insert_columns(type(instance))}
+    instance.__dict__.update({keys[name]: value for name, value in values.items()})
+    make_transient_to_detached(instance)
+    return instance

@@ -27,6 +27,7 @@ from app.errors import Conflict, InvalidRequest
 from app.extensions import db, insert_for
 from app.models import IdempotencyKey, pooled
 from app.models.base import new_id, utcnow
+from app.services import new_rows
 
 T = TypeVar("T")
 MIN_KEY_LENGTH = 8
@@ -138,22 +139,25 @@ def _take_over_stale(row: IdempotencyKey) -> Claim | None:
 
 def complete(claimed: Claim, status: int, body: str) -> None:
     """Store the answer in the caller's transaction, beside the work it describes (flushed
-    first).
+    first); when that work is only new rows and no transaction is open (a charge's creation),
+    the rows and the answer go in one statement instead (`new_rows`).
 
     Raises Conflict when the claim was taken over meanwhile; the caller must roll back.
     """
-    db.session.flush()
-    stored = db.session.execute(
-        _STORE_ANSWER,
-        {
-            "key_id": claimed.key_id,
-            "token": claimed.lock_token,
-            "answer_status": status,
-            "answer_body": body,
-            "answered_at": utcnow(),
-        },
-    )
-    if stored.rowcount != 1:
+    answer = {
+        "key_id": claimed.key_id,
+        "token": claimed.lock_token,
+        "answer_status": status,
+        "answer_body": body,
+        "answered_at": utcnow(),
+    }
+    session = db.session()
+    if new_rows.writable_alone(session):
+        stored = new_rows.write_with(session, _STORE_ANSWER, answer)
+    else:
+        session.flush()
+        stored = session.execute(_STORE_ANSWER, answer).rowcount == 1
+    if not stored:
         raise Conflict(
             "This request took too long and was superseded by a retry with the same key.",
             code=REQUEST_IN_PROGRESS,

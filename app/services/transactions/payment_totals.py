@@ -5,7 +5,9 @@ The rule of which row a transaction counts in is `_row_of`, and only there: the 
 the rebuild and the readers all go through it or through its columns. Every flush that
 inserts, changes or deletes a `Transaction` appends the difference to
 `payment_total_changes` in the same database transaction (a savepoint or transaction that
-rolls back takes its changes with it); `fold_changes`, a periodic job, moves them into
+rolls back takes its changes with it); new transactions written without a flush
+(`services.new_rows`) append theirs, from `changes_of_new`, in the statement that writes
+them. `fold_changes`, a periodic job, moves them into
 `payment_day_totals` and its coarse projection `payment_day_volumes` (what the stats read);
 `DayTotals` reads the folded rows and the pending changes. Nothing here updates a shared row
 on a payment's path, so concurrent payments of one merchant never wait on each other.
@@ -16,7 +18,7 @@ Writes that bypass the ORM (raw SQL, as the benchmarks' seeding does) are not se
 
 from collections import Counter, namedtuple
 from collections.abc import Iterable
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 import sqlalchemy as sa
@@ -127,6 +129,15 @@ class _Tally:
         ]
 
 
+def changes_of_new(transactions: Iterable[Transaction]) -> list[dict]:
+    """The changes inserting these transactions appends, for a write that is no flush
+    (`services.new_rows`)."""
+    tally = _Tally()
+    for transaction in transactions:
+        tally.add_transaction(_current_values(transaction), +1)
+    return tally.rows()
+
+
 def _record_changes(session: Session, _flush_context) -> None:
     """after_flush: the flush's inserts, changes and deletions of transactions, netted per
     row and appended to `payment_total_changes` on the flush's own connection."""
@@ -156,7 +167,7 @@ _APPEND_CHANGES = sa.insert(PaymentTotalChange.__table__)
 
 
 def _key_values(row: TotalRow) -> dict:
-    return dict(zip(KEY_COLUMNS, astuple(row), strict=True))
+    return {name: getattr(row, name) for name in KEY_COLUMNS}
 
 
 class DayTotals:
