@@ -78,7 +78,8 @@ def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
     The claim is one statement that commits by itself (autocommit: no BEGIN and COMMIT round
     trips around it): an INSERT that does nothing when the key is taken."""
     token = str(uuid.uuid4())
-    db.session.commit()  # ends a read authentication may have begun; nothing is pending
+    if db.session().in_transaction():
+        db.session.commit()  # ends a read authentication began; nothing is pending
     claimed = pooled.first_row(
         _claim_statement(db.engine.dialect.name),
         {
