@@ -114,6 +114,18 @@ def owner_headers(client, owner):
 
 
 @pytest.fixture
+def account_id(app):
+    """A merchant's account, named as a Brazilian shop would be."""
+    return factories.make_account(app, "Padaria São João")
+
+
+@pytest.fixture
+def api_key(app, account_id):
+    """A test-mode API key of `account_id`."""
+    return factories.make_api_key(app, account_id)
+
+
+@pytest.fixture
 def receiver():
     """A local webhook receiver that records what it is sent; stopped after the test."""
     with receiving() as server:

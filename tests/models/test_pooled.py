@@ -28,16 +28,6 @@ RENAME = (
 )
 
 
-@pytest.fixture
-def account_id(app):
-    return factories.make_account(app, "Padaria São João")
-
-
-@pytest.fixture
-def api_key(app, account_id):
-    return factories.make_api_key(app, account_id)
-
-
 def _paid_charge(app, client, api_key) -> str:
     charge_id = raw(created(client, api_key, metadata={"order": "42"})["id"])
     assert pay(client, api_key, f"ch_{charge_id}").status_code == 200

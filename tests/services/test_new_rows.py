@@ -22,7 +22,6 @@ from app.models import (
 from app.models.base import utcnow
 from app.services import idempotency, new_rows
 from app.services.transactions import charges
-from tests.support import factories
 from tests.support.charges import create, raw
 from tests.support.http import count_rows
 from tests.support.transactions import open_after
@@ -54,16 +53,6 @@ ANSWER = (
     .where(IdempotencyKey.__table__.c.id == sa.bindparam("key_id"))
     .values(response_status=sa.bindparam("answer_status"))
 )
-
-
-@pytest.fixture
-def account_id(app):
-    return factories.make_account(app, "Padaria São João")
-
-
-@pytest.fixture
-def api_key(app, account_id):
-    return factories.make_api_key(app, account_id)
 
 
 def _rows(app, charge_id: str) -> tuple[dict, list[dict]]:

@@ -67,16 +67,6 @@ FORBIDDEN_KEYS = {
 }
 
 
-@pytest.fixture
-def account_id(app):
-    return factories.make_account(app, "Padaria São João")
-
-
-@pytest.fixture
-def api_key(app, account_id):
-    return factories.make_api_key(app, account_id)
-
-
 def _parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value)
 

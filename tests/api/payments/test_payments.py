@@ -71,16 +71,6 @@ FULLWIDTH_CPF = "".join(chr(0xFF10 + int(digit)) for digit in charges.CPF)  # is
 
 
 @pytest.fixture
-def account_id(app):
-    return factories.make_account(app, "Padaria São João")
-
-
-@pytest.fixture
-def api_key(app, account_id):
-    return factories.make_api_key(app, account_id)
-
-
-@pytest.fixture
 def other_key(app):
     return factories.make_api_key(app, factories.make_account(app, "Outra Loja"))
 
