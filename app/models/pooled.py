@@ -1,6 +1,7 @@
 """Lone statements run straight on a pooled DBAPI connection in autocommit, for the hot
-paths (issue 22): the idempotency claim, the account's velocity count and the charge read by
-id (`detached_copy`).
+paths (issue 22): the idempotency claim, the account's velocity count, the charge read by
+id (`detached_copy`), and a charge's new rows written with the idempotent answer that guards
+them (`write_if`, for `services.new_rows`).
 
 Through the session, such a statement spent about two thirds of its interpreter time in
 SQLAlchemy's session, connection and execution machinery, around a statement PostgreSQL
@@ -9,8 +10,9 @@ compiled once per dialect with SQLAlchemy's own bind and result processors, then
 connection taken from the engine's pool in autocommit (no BEGIN or COMMIT round trip): it
 commits as it runs, so it is for statements that need no transaction. Like
 `extensions.outside_transaction`, a transaction the session already has open is used as it
-is: the statement then runs in it, sees its writes, commits nothing early and takes no second
-connection from the pool.
+is by `first_row`: the statement then runs in it, sees its writes, commits nothing early and
+takes no second connection from the pool. `write_if` always runs on its own connection: its
+caller has checked that the session holds nothing it must see.
 """
 
 import json
