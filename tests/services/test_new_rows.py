@@ -1,5 +1,6 @@
 """`new_rows`: a charge, its events and its daily total change go in with the idempotency
-key's answer in one statement, exactly as the ORM's flush would write them, or not at all."""
+key's answer in one statement, exactly as the ORM's flush would write them, or not at all.
+PostgreSQL only: on SQLite the session flushes as it always did."""
 
 import uuid
 from datetime import datetime
@@ -25,6 +26,8 @@ from app.services.transactions import charges
 from tests.support.charges import create, raw
 from tests.support.http import count_rows
 from tests.support.transactions import open_after
+
+pytestmark = pytest.mark.postgres
 
 # What differs between two charges made from one body: who they are and when.
 PER_CHARGE = {
