@@ -159,8 +159,8 @@ def write_if(
     (80 for a charge) was converted anew for every execution by the driver, which caches
     only short statements with few parameters."""
     batches: dict[tuple[sa.Table, tuple[str, ...]], list[dict]] = {}
-    for table, columns in rows:
-        batches.setdefault((table, tuple(columns)), []).append(columns)
+    for table, row in rows:
+        batches.setdefault((table, tuple(row)), []).append(row)
     engine = db.engine
     compiled = _compiled(_guarded_inserts(guard, tuple(batches)), engine.dialect)
     parameters = dict(values)
