@@ -59,7 +59,7 @@ ANSWER = (
 
 
 def _rows(app, charge_id: str) -> tuple[dict, list[dict]]:
-    """The charge's columns, and its events' columns bar their own id and time, as loaded."""
+    """The charge's columns, and its events' columns (charge.created first), as loaded."""
     with app.app_context():
         charge = db.session.get(Transaction, charge_id)
         events = db.session.scalars(
