@@ -16,7 +16,7 @@ caller has checked that the session holds nothing it must see.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from copy import copy
 from dataclasses import dataclass
 from datetime import date
@@ -67,9 +67,7 @@ def detached_copy(model: type[Row], row_id: str, **scope: object) -> Row | None:
     if found is None:
         return None
     instance = sa.inspect(model).class_manager.new_instance()
-    instance.__dict__.update(zip(_attribute_keys(model), found, strict=True))
-    make_transient_to_detached(instance)
-    return instance
+    return _detached(instance, zip(_attribute_keys(model), found, strict=True))
 
 
 @cache
@@ -259,6 +257,12 @@ def written(instance: Row, values: dict[str, object]) -> Row:
     """`instance`, new and written with `insert_values`, as the row it now is: detached, with
     those values loaded (what a session since closed would have left)."""
     keys = {name: key for key, name, _given, _server in _insert_columns(type(instance))}
-    instance.__dict__.update({keys[name]: value for name, value in values.items()})
+    return _detached(instance, ((keys[name], value) for name, value in values.items()))
+
+
+def _detached(instance: Row, loaded: Iterable[tuple[str, object]]) -> Row:
+    """`instance` holding `loaded` (attribute, value) as a row read from the database, with
+    that row's identity and no session: what the ORM's loader builds, then a close leaves."""
+    instance.__dict__.update(loaded)
     make_transient_to_detached(instance)
     return instance

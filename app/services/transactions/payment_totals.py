@@ -132,31 +132,34 @@ class _Tally:
 def changes_of_new(transactions: Iterable[Transaction]) -> list[dict]:
     """The changes inserting these transactions appends, for a write that is no flush
     (`services.new_rows`)."""
-    tally = _Tally()
-    for transaction in transactions:
-        tally.add_transaction(_current_values(transaction), +1)
-    return tally.rows()
+    return _tally(transactions).rows()
 
 
 def _record_changes(session: Session, _flush_context) -> None:
     """after_flush: the flush's inserts, changes and deletions of transactions, netted per
     row and appended to `payment_total_changes` on the flush's own connection."""
+    changes = _tally(session.new, session.dirty, session.deleted).rows()
+    if changes:
+        session.connection().execute(_APPEND_CHANGES, changes)
+
+
+def _tally(new: Iterable, changed: Iterable = (), deleted: Iterable = ()) -> _Tally:
+    """The rows that inserting `new`, changing `changed` and deleting `deleted` move, netted;
+    anything that is not a `Transaction` is passed over."""
     tally = _Tally()
-    for transaction in session.new:
+    for transaction in new:
         if isinstance(transaction, Transaction):
             tally.add_transaction(_current_values(transaction), +1)
-    for transaction in session.dirty:
+    for transaction in changed:
         if isinstance(transaction, Transaction):
             previous = _previous_values(transaction)
             if previous is not None:
                 tally.add_transaction(previous, -1)
                 tally.add_transaction(_current_values(transaction), +1)
-    for transaction in session.deleted:
+    for transaction in deleted:
         if isinstance(transaction, Transaction):
             tally.add_transaction(_previous_values(transaction) or _current_values(transaction), -1)
-    changes = tally.rows()
-    if changes:
-        session.connection().execute(_APPEND_CHANGES, changes)
+    return tally
 
 
 sa.event.listen(Session, "after_flush", _record_changes)
