@@ -39,6 +39,15 @@ def enqueue_once_after_commit(session: Session, queue_name: str, func: str) -> N
     _ask(session, (queue_name, func, (), None, True))
 
 
+def commit(session: Session) -> None:
+    """Commit the session's work: its open transaction, and the jobs asked for since the last
+    commit (the answer of a charge written outside the session, `services.new_rows`, asks
+    for the relay with no transaction open). A session holding neither is left as it is: its
+    commit would be bookkeeping alone, about 4 % of a charge read's CPU."""
+    if session.in_transaction() or session.info.get(PENDING_JOBS):
+        session.commit()
+
+
 def run_started(func: str) -> None:
     """Called first by a job asked for with `enqueue_once_after_commit`: the commits from now
     on are not covered by this run and queue the next one."""

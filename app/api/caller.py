@@ -6,6 +6,7 @@ from typing import TypeVar
 
 from flask import g
 
+from app import queueing
 from app.errors import NotFound
 from app.extensions import db
 from app.models import KeyMode
@@ -17,7 +18,7 @@ def committed_for_caller(service: Callable[..., Answer], /, *args, **kwargs) -> 
     """`service(account_id, mode, …)` for the API key's account and mode, with its work
     committed before the view answers (a read may change rows too, e.g. expire a charge)."""
     answer = service(g.account_id, g.api_key.mode, *args, **kwargs)
-    db.session.commit()
+    queueing.commit(db.session())
     return answer
 
 

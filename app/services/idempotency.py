@@ -23,6 +23,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from flask import current_app
 
+from app import queueing
 from app.errors import Conflict, InvalidRequest
 from app.extensions import db, insert_for
 from app.models import IdempotencyKey, pooled
@@ -78,8 +79,7 @@ def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
     The claim is one statement that commits by itself (autocommit: no BEGIN and COMMIT round
     trips around it): an INSERT that does nothing when the key is taken."""
     token = str(uuid.uuid4())
-    if db.session().in_transaction():
-        db.session.commit()  # ends a read authentication began; nothing is pending
+    queueing.commit(db.session())  # ends a read authentication began
     claimed = pooled.first_row(
         _claim_statement(db.engine.dialect.name),
         {

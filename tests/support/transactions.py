@@ -8,6 +8,8 @@ from typing import TypeVar
 from unittest import mock
 
 import psycopg
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import _ConnectionFairy
 
 Answer = TypeVar("Answer")
@@ -51,3 +53,18 @@ def _in_transaction(dbapi_connection) -> bool:
     if isinstance(dbapi_connection, sqlite3.Connection):
         return dbapi_connection.in_transaction
     return dbapi_connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+
+def commits_during(call: Callable[[], Answer]) -> tuple[Answer, int]:
+    """What `call` returns, and how many times a session committed while it ran."""
+    commits = []
+
+    def note(_session) -> None:
+        commits.append(True)
+
+    sa.event.listen(Session, "after_commit", note)
+    try:
+        answer = call()
+    finally:
+        sa.event.remove(Session, "after_commit", note)
+    return answer, len(commits)

@@ -27,7 +27,7 @@ from tests.support.charges import (
     update_row,
 )
 from tests.support.http import assert_error, count_rows
-from tests.support.transactions import open_after
+from tests.support.transactions import commits_during, open_after
 
 CHARGE_KEYS = {
     "id",
@@ -301,19 +301,25 @@ def test_a_read_by_id_runs_outside_a_transaction_until_it_must_expire_the_charge
     app, client, api_key
 ):
     """The read is one SELECT in autocommit, with no BEGIN and COMMIT round trips around it
-    (issue 22); a charge it finds overdue is expired in a transaction, committed with its
-    event."""
+    and no session commit after it (issue 22); a charge it finds overdue is expired in a
+    transaction, committed with its event."""
     charge = created(client, api_key, expires_in=60)
     read = f"SELECT {Transaction.__tablename__}.id, "
-    response, opened = open_after(app, read, lambda: get(client, api_key, charge["id"]))
+    (response, opened), commits = commits_during(
+        lambda: open_after(app, read, lambda: get(client, api_key, charge["id"]))
+    )
     assert response.get_json() == charge
     assert opened == [False]
+    assert commits == 0
 
     update_row(app, charge["id"], expires_at=datetime.now(UTC) - timedelta(seconds=1))
     write = f"UPDATE {Transaction.__tablename__} "
-    response, opened = open_after(app, write, lambda: get(client, api_key, charge["id"]))
+    (response, opened), commits = commits_during(
+        lambda: open_after(app, write, lambda: get(client, api_key, charge["id"]))
+    )
     assert response.get_json()["status"] == "expired"
     assert opened and all(opened)
+    assert commits == 1
     assert get(client, api_key, charge["id"]).get_json() == response.get_json()
     assert event_types(app, charge["id"]).count("charge.expired") == 1
 
