@@ -1,9 +1,10 @@
-"""Counters in Redis that open their own window with their first count.
+"""Counters in Redis that open their own window with their first count, and one that counts
+only once seeded.
 
-Shared by the login throttle and the API rate limits, so every web process sees the same
-counts. One script counts and starts the windows atomically, in one round trip however many
-counters a request touches: no key ever lives without an expiry, and parallel requests each
-see their own count (no check-then-count race).
+Shared by the login throttle, the API rate limits and the velocity guard's bound, so every
+web process sees the same counts. One script counts and starts the windows atomically, in
+one round trip however many counters a request touches: no key ever lives without an
+expiry, and parallel requests each see their own count (no check-then-count race).
 """
 
 from collections.abc import Sequence
@@ -31,6 +32,22 @@ for i = n + 1, #KEYS do
 end
 return {counted, read}
 """
+
+
+# KEYS[1] is counted only if it exists: nil (None in Python) when it is missing.
+_COUNT_IF_KEPT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCR', KEYS[1]) end
+return false
+"""
+
+
+def count_if_kept(redis: Redis, key: str) -> int | None:
+    """Count one more on `key` if it exists: its new count; None, writing nothing, when it
+    does not. For a counter that means something only once seeded (the velocity guard's
+    bound on an account's live charges), so a lost key is never counted from zero. Raises
+    RedisError when Redis cannot be reached."""
+    counted = redis.eval(_COUNT_IF_KEPT, 1, key)
+    return None if counted is None else int(counted)
 
 
 def count_in_windows(

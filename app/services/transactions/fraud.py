@@ -11,17 +11,31 @@ of requests in flight at that instant), so one merchant's charges never queue be
 other. Its count is a statement of its own (`models.pooled`): straight on the pool when no
 transaction is open yet, as in an API request, and in the open one otherwise. Either way it
 counts the committed charges, the request having written none yet.
+
+That count reads one index entry per live charge, so a busy account paid for it on every
+charge (issue 22). A bound in Redis spares it while the account is clearly below its limit:
+seeded with the count (plus the charge being made) and the window as its lifetime, then one
+more for every charge or payment asked for (each passes here), and brought back to the count
+whenever it passes the limit. Charges only ever leave the live set, so the bound never falls
+below the live charges created before it expires; while it is at most the limit, the count
+could not refuse. A missing bound (expired, or lost with Redis) is seeded from the count,
+never from zero, and with Redis unreachable every charge is counted.
 """
 
+import logging
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from flask import current_app
+from redis.exceptions import RedisError
 
 from app.errors import PermissionDenied
-from app.extensions import db
+from app.extensions import db, get_redis
 from app.models import KeyMode, Transaction, pooled
 from app.models.transaction import OPEN_CHARGE_CONDITION
+from app.services import redis_counters
+
+log = logging.getLogger(__name__)
 
 CUSTOMER_VELOCITY = "fraud.customer_velocity_exceeded"
 ACCOUNT_VELOCITY = "fraud.account_velocity_exceeded"
@@ -49,12 +63,46 @@ def check_velocity(
                 code=CUSTOMER_VELOCITY,
             )
     limit = config["FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT"]
+    bound = _counted_bound(account_id, mode)
+    if bound is not None and bound <= limit:
+        return
     (live,) = pooled.first_row(ACCOUNT_COUNT, {"limit": limit, **window})
     if live >= limit:
         raise PermissionDenied(
             f"The account already has {limit} open charges in the velocity window.",
             code=ACCOUNT_VELOCITY,
         )
+    _keep_bound(account_id, mode, bound, live + 1, config["FRAUD_VELOCITY_WINDOW_SECONDS"])
+
+
+def bound_key(account_id: str, mode: KeyMode) -> str:
+    """The Redis key of the account's bound on its live charges (one per mode)."""
+    return f"acme:velocity-bound:{account_id}:{mode.value}"
+
+
+def _counted_bound(account_id: str, mode: KeyMode) -> int | None:
+    """The bound with this charge counted in; None when there is none to count on."""
+    try:
+        return redis_counters.count_if_kept(get_redis(), bound_key(account_id, mode))
+    except RedisError:
+        log.warning("velocity bound unreadable; counting live charges", exc_info=True)
+        return None
+
+
+def _keep_bound(
+    account_id: str, mode: KeyMode, bound: int | None, counted: int, window_seconds: int
+) -> None:
+    """Seed a missing bound with `counted` (the live charges and this one), or bring an
+    existing one back to it by the difference, so the charges other requests counted
+    meanwhile stay counted. Not kept, the next charge counts again: never fewer."""
+    key = bound_key(account_id, mode)
+    try:
+        if bound is None:
+            get_redis().set(key, counted, ex=window_seconds, nx=True)
+        else:
+            get_redis().incrby(key, counted - bound)
+    except RedisError:
+        log.warning("velocity bound not kept; the next charge counts", exc_info=True)
 
 
 def _live_charges(*conditions) -> sa.Select:

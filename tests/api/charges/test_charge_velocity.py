@@ -6,9 +6,10 @@ from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
+from redis.exceptions import RedisError
 
 from app.extensions import db
-from app.models import KeyMode, Transaction, TransactionStatus
+from app.models import KeyMode, Transaction, TransactionStatus, pooled
 from app.models.base import utcnow
 from app.models.transaction import OPEN_CHARGE_CONDITION
 from app.services.transactions import fraud
@@ -16,6 +17,8 @@ from app.services.transactions.lifecycle import AWAITING_PAYMENT
 from tests.support import factories, payments
 from tests.support.charges import CPF, OTHER_CPF, create, created, update_row
 from tests.support.http import assert_error, count_rows
+
+ACCOUNT_VELOCITY = fraud.ACCOUNT_VELOCITY
 
 
 @pytest.fixture
@@ -126,3 +129,78 @@ def test_the_account_count_reads_the_open_charges_index(app, api_key):
         plan = db.session.execute(sa.text(f"EXPLAIN {sql}")).scalars().all()
         db.session.rollback()
     assert any("ix_transactions_open" in line for line in plan), plan
+
+
+def _account_counts(monkeypatch) -> list[str]:
+    """The account's live charges counted by the guard, noted as each count runs."""
+    counted = []
+    first_row = pooled.first_row
+
+    def noting(statement, values):
+        if statement is fraud.ACCOUNT_COUNT:
+            counted.append(values["account_id"])
+        return first_row(statement, values)
+
+    monkeypatch.setattr(pooled, "first_row", noting)
+    return counted
+
+
+def test_below_its_limit_the_account_is_counted_once_then_bounded(
+    client, api_key, limits, monkeypatch
+):
+    """The first charge counts the live ones and seeds the bound; the next ones only add to
+    it until it would pass the limit, and then the count decides."""
+    counted = _account_counts(monkeypatch)
+    for _ in range(4):
+        created(client, api_key)
+    assert len(counted) == 1
+    assert_error(create(client, api_key), 403, "permission_error", ACCOUNT_VELOCITY)
+    assert len(counted) == 2
+
+
+def test_charges_no_longer_live_bring_the_bound_back_down(
+    app, client, api_key, limits, monkeypatch
+):
+    charges = [created(client, api_key)["id"] for _ in range(4)]
+    for charge_id in charges[:2]:
+        update_row(app, charge_id, status=TransactionStatus.PAID)
+    counted = _account_counts(monkeypatch)
+    created(client, api_key)  # over the bound: counted, 2 live, and the bound brought to 3
+    created(client, api_key)  # the bound at 4: not counted
+    assert len(counted) == 1
+    assert_error(create(client, api_key), 403, "permission_error", ACCOUNT_VELOCITY)
+    assert len(counted) == 2
+    assert count_rows(app, Transaction) == 6
+
+
+def test_a_lost_bound_is_seeded_from_the_count_never_from_zero(app, client, api_key, limits, redis):
+    for _ in range(4):
+        created(client, api_key)
+    redis.flushdb()  # Redis restarted without its data
+    assert_error(create(client, api_key), 403, "permission_error", ACCOUNT_VELOCITY)
+    update_row(app, _any_charge(app), status=TransactionStatus.CANCELLED)
+    created(client, api_key)  # the refusal kept no bound: this charge seeds it
+    bound = redis.get(fraud.bound_key(_account_of(app), KeyMode.TEST))
+    assert int(bound) == 4  # 3 live and this one
+
+
+def test_with_redis_unreachable_every_charge_is_counted(app, client, api_key, limits, monkeypatch):
+    def unreachable():
+        raise RedisError("connection refused")
+
+    monkeypatch.setattr(fraud, "get_redis", unreachable)
+    counted = _account_counts(monkeypatch)
+    for _ in range(4):
+        created(client, api_key)
+    assert_error(create(client, api_key), 403, "permission_error", ACCOUNT_VELOCITY)
+    assert len(counted) == 5
+
+
+def _account_of(app) -> str:
+    with app.app_context():
+        return db.session.scalar(sa.select(Transaction.account_id).limit(1))
+
+
+def _any_charge(app) -> str:
+    with app.app_context():
+        return db.session.scalar(sa.select(Transaction.id).limit(1))
