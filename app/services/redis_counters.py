@@ -34,20 +34,20 @@ return {counted, read}
 """
 
 
-# KEYS[1] is counted only if it exists: nil (None in Python) when it is missing.
-_COUNT_IF_KEPT = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCR', KEYS[1]) end
+# ARGV[1] is added to KEYS[1] only if the key exists: nil (None in Python) when it is missing.
+_ADD_IF_KEPT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCRBY', KEYS[1], ARGV[1]) end
 return false
 """
 
 
-def count_if_kept(redis: Redis, key: str) -> int | None:
-    """Count one more on `key` if it exists: its new count; None, writing nothing, when it
-    does not. For a counter that means something only once seeded (the velocity guard's
-    bound on an account's live charges), so a lost key is never counted from zero. Raises
-    RedisError when Redis cannot be reached."""
-    counted = redis.eval(_COUNT_IF_KEPT, 1, key)
-    return None if counted is None else int(counted)
+def add_if_kept(redis: Redis, key: str, amount: int = 1) -> int | None:
+    """Add `amount` to `key` if it exists: its new value; None, writing nothing, when it does
+    not. For a counter that means something only once seeded (the velocity guard's bound on
+    an account's live charges): a key that expired or was lost is never counted from zero,
+    nor left without its expiry. Raises RedisError when Redis cannot be reached."""
+    added = redis.eval(_ADD_IF_KEPT, 1, key, amount)
+    return None if added is None else int(added)
 
 
 def count_in_windows(

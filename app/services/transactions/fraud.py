@@ -83,7 +83,7 @@ def bound_key(account_id: str, mode: KeyMode) -> str:
 def _counted_bound(account_id: str, mode: KeyMode) -> int | None:
     """The bound with this charge counted in; None when there is none to count on."""
     try:
-        return redis_counters.count_if_kept(get_redis(), bound_key(account_id, mode))
+        return redis_counters.add_if_kept(get_redis(), bound_key(account_id, mode))
     except RedisError:
         log.warning("velocity bound unreadable; counting live charges", exc_info=True)
         return None
@@ -94,13 +94,14 @@ def _keep_bound(
 ) -> None:
     """Seed a missing bound with `counted` (the live charges and this one), or bring an
     existing one back to it by the difference, so the charges other requests counted
-    meanwhile stay counted. Not kept, the next charge counts again: never fewer."""
+    meanwhile stay counted (if it expired meanwhile, it stays missing). Not kept, the next
+    charge counts again: never fewer."""
     key = bound_key(account_id, mode)
     try:
         if bound is None:
             get_redis().set(key, counted, ex=window_seconds, nx=True)
         else:
-            get_redis().incrby(key, counted - bound)
+            redis_counters.add_if_kept(get_redis(), key, counted - bound)
     except RedisError:
         log.warning("velocity bound not kept; the next charge counts", exc_info=True)
 
