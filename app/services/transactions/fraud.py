@@ -16,10 +16,11 @@ That count reads one index entry per live charge, so a busy account paid for it 
 charge (issue 22). A bound in Redis spares it while the account is clearly below its limit:
 seeded with the count (plus the charge being made) and the window as its lifetime, then one
 more for every charge or payment asked for (each passes here), and brought back to the count
-whenever it passes the limit. Charges only ever leave the live set, so the bound never falls
-below the live charges created before it expires; while it is at most the limit, the count
-could not refuse. A missing bound (expired, or lost with Redis) is seeded from the count,
-never from zero, and with Redis unreachable every charge is counted.
+whenever it passes the limit. Charges leave the live set and do not come back (but for a
+payment finalised after its provisional deadline: docs/decisions.md), so the bound does not
+fall below the live charges; while it is at most the limit, the count could not refuse. A
+missing bound (expired, or lost with Redis) is seeded from the count, never from zero, and
+with Redis unreachable every charge is counted.
 """
 
 import logging
