@@ -1,6 +1,7 @@
 """Whether a statement ran inside a transaction, read off the driver's connection: for the
 statements that run alone in autocommit (`app.extensions.outside_transaction`, and the reads
-straight on the pool of `app.models.pooled`, which no SQLAlchemy event sees)."""
+straight on the pool of `app.models.pooled`, which no SQLAlchemy event sees); and how many
+times a session committed (`app.queueing.commit` skips the empty commits)."""
 
 import sqlite3
 from collections.abc import Callable
