@@ -64,16 +64,16 @@ def check_velocity(
                 code=CUSTOMER_VELOCITY,
             )
     limit = config["FRAUD_MAX_LIVE_CHARGES_PER_ACCOUNT"]
-    bound = _counted_bound(account_id, mode)
-    if bound is not None and bound <= limit:
+    key = bound_key(account_id, mode)
+    try:
+        bound = redis_counters.add_if_kept(get_redis(), key)
+    except RedisError:
+        log.warning("velocity bound unreadable; counting live charges", exc_info=True)
+        _refuse_at_account_limit(limit, window)
         return
-    (live,) = pooled.first_row(ACCOUNT_COUNT, {"limit": limit, **window})
-    if live >= limit:
-        raise PermissionDenied(
-            f"The account already has {limit} open charges in the velocity window.",
-            code=ACCOUNT_VELOCITY,
-        )
-    _keep_bound(account_id, mode, bound, live + 1, config["FRAUD_VELOCITY_WINDOW_SECONDS"])
+    if bound is None or bound > limit:
+        live = _refuse_at_account_limit(limit, window)
+        _keep_bound(key, bound, live + 1, config["FRAUD_VELOCITY_WINDOW_SECONDS"])
 
 
 def bound_key(account_id: str, mode: KeyMode) -> str:
@@ -81,23 +81,22 @@ def bound_key(account_id: str, mode: KeyMode) -> str:
     return f"acme:velocity-bound:{account_id}:{mode.value}"
 
 
-def _counted_bound(account_id: str, mode: KeyMode) -> int | None:
-    """The bound with this charge counted in; None when there is none to count on."""
-    try:
-        return redis_counters.add_if_kept(get_redis(), bound_key(account_id, mode))
-    except RedisError:
-        log.warning("velocity bound unreadable; counting live charges", exc_info=True)
-        return None
+def _refuse_at_account_limit(limit: int, window: dict) -> int:
+    """The account's live charges in the window, counted; refused when at the limit."""
+    (live,) = pooled.first_row(ACCOUNT_COUNT, {"limit": limit, **window})
+    if live >= limit:
+        raise PermissionDenied(
+            f"The account already has {limit} open charges in the velocity window.",
+            code=ACCOUNT_VELOCITY,
+        )
+    return live
 
 
-def _keep_bound(
-    account_id: str, mode: KeyMode, bound: int | None, counted: int, window_seconds: int
-) -> None:
+def _keep_bound(key: str, bound: int | None, counted: int, window_seconds: int) -> None:
     """Seed a missing bound with `counted` (the live charges and this one), or bring an
     existing one back to it by the difference, so the charges other requests counted
     meanwhile stay counted (if it expired meanwhile, it stays missing). Not kept, the next
     charge counts again: never fewer."""
-    key = bound_key(account_id, mode)
     try:
         if bound is None:
             get_redis().set(key, counted, ex=window_seconds, nx=True)
