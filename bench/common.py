@@ -48,6 +48,8 @@ STATS_TABLES = (
     "transactions",
     "payment_day_totals",
     "payment_day_volumes",
+    "payment_month_volumes",
+    "payment_day_paid_volumes",
     "payment_total_changes",
 )
 
@@ -459,7 +461,10 @@ def explained_statements(
     tables: tuple[str, ...],
 ) -> list[tuple[str, dict]]:
     """Each SELECT `call` runs on `tables` (`statements_of`), replayed under EXPLAIN in
-    `session` and rolled back: the statement and its `plan_summary`."""
+    `session` and rolled back: the statement and its `plan_summary`. `call` runs in a
+    transaction of `session`, where the reads straight on the pool (`models.pooled`) run
+    through the session too, so the capture sees them."""
+    session.connection()
     statements = statements_of(engine, call, tables)
     session.rollback()
     explained = []

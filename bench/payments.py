@@ -101,7 +101,6 @@ RELAY_JOB = "app.jobs.webhooks.relay_events"
 STATS_DAYS = (7, 30, 365)
 STATS_ENDPOINTS = ("stats", "metrics")
 LISTING_INDEX = "ix_transactions_listing"
-EXPLAINED_TABLES = ("transactions", "payment_day_totals", "payment_total_changes")
 
 
 @dataclass
@@ -388,7 +387,7 @@ def explain_statements(env: dict[str, str], account_id: str) -> list[dict]:
         for endpoint, service in services.items():
             for days in STATS_DAYS:
                 explained = explained_statements(
-                    db.engine, db.session, partial(service, days), EXPLAINED_TABLES
+                    db.engine, db.session, partial(service, days), STATS_TABLES
                 )
                 for number, (statement, summary) in enumerate(explained, 1):
                     uses_listing = any(LISTING_INDEX in scan for scan in summary["scans"])
@@ -408,6 +407,8 @@ def statement_label(statement: str) -> str:
     """A few words for a captured statement: what it groups by, the median, or totals."""
     if "percentile_cont" in statement:
         return "median time to pay"
+    if "payment_day_paid_volumes" in statement:
+        return "paid per day"
     found = re.search(r"GROUP BY (.+?)(?: ORDER BY|$)", statement, re.DOTALL)
     if found is None:
         return "totals"

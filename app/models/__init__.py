@@ -24,7 +24,13 @@ from app.models.ledger import (
     Wallet,
     WalletType,
 )
-from app.models.payment_totals import PaymentDayTotal, PaymentDayVolume, PaymentTotalChange
+from app.models.payment_totals import (
+    PaymentDayPaidVolume,
+    PaymentDayTotal,
+    PaymentDayVolume,
+    PaymentMonthVolume,
+    PaymentTotalChange,
+)
 from app.models.payout import Payout, PayoutStatus, PayoutType
 from app.models.psp_notice import PspNotice, PspNoticeKind
 from app.models.refund import (
@@ -72,8 +78,10 @@ __all__ = [
     "Membership",
     "MoneyOutcome",
     "Origin",
+    "PaymentDayPaidVolume",
     "PaymentDayTotal",
     "PaymentDayVolume",
+    "PaymentMonthVolume",
     "PaymentTotalChange",
     "Payout",
     "PayoutStatus",

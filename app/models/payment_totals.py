@@ -5,10 +5,10 @@ A transaction counts once, in the row of its São Paulo creation day and of what
 and metrics tell apart: currency, status, the method it was paid with, the methods it
 offered, whether it was finalised and whether it was paid. Writers never update a total:
 each change to a transaction appends `PaymentTotalChange` rows (minus its old row, plus its
-new one), and a periodic job folds them into `PaymentDayTotal` and its coarser projection
-`PaymentDayVolume`. A reader adds the folded totals and the pending changes, so it is exact
-at every moment, and no row is ever a hot spot that one merchant's concurrent payments
-would queue on.
+new one), and a periodic job folds them into `PaymentDayTotal` and its coarser projections
+(`PaymentDayVolume`, `PaymentMonthVolume`, `PaymentDayPaidVolume`). A reader adds the folded
+totals and the pending changes, so it is exact at every moment, and no row is ever a hot
+spot that one merchant's concurrent payments would queue on.
 """
 
 from datetime import date
@@ -54,6 +54,36 @@ class PaymentDayVolume(db.Model):
     currency: Mapped[str] = mapped_column(sa.String(8), primary_key=True)
     paid_with: Mapped[str] = mapped_column(sa.String(16), primary_key=True)
     paid: Mapped[bool] = mapped_column(sa.Boolean, primary_key=True)
+    count: Mapped[int] = mapped_column(sa.BigInteger)
+    amount: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class PaymentMonthVolume(db.Model):
+    """`PaymentDayVolume` summed per calendar month (`month` is its first day): a year's
+    window reads a dozen months and the days of its two partial ones, not 365 days."""
+
+    __tablename__ = "payment_month_volumes"
+
+    account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"), primary_key=True)
+    mode: Mapped[KeyMode] = _mode_column(primary_key=True)
+    month: Mapped[date] = mapped_column(sa.Date, primary_key=True)
+    currency: Mapped[str] = mapped_column(sa.String(8), primary_key=True)
+    paid_with: Mapped[str] = mapped_column(sa.String(16), primary_key=True)
+    paid: Mapped[bool] = mapped_column(sa.Boolean, primary_key=True)
+    count: Mapped[int] = mapped_column(sa.BigInteger)
+    amount: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class PaymentDayPaidVolume(db.Model):
+    """The paid transactions' totals per day and currency only: the stats' daily points,
+    read as they are, one row per day and currency."""
+
+    __tablename__ = "payment_day_paid_volumes"
+
+    account_id: Mapped[str] = mapped_column(sa.ForeignKey("accounts.id"), primary_key=True)
+    mode: Mapped[KeyMode] = _mode_column(primary_key=True)
+    day: Mapped[date] = mapped_column(sa.Date, primary_key=True)
+    currency: Mapped[str] = mapped_column(sa.String(8), primary_key=True)
     count: Mapped[int] = mapped_column(sa.BigInteger)
     amount: Mapped[int] = mapped_column(sa.BigInteger)
 

@@ -1,6 +1,6 @@
-"""`first_row` and `detached_copy`: a statement run straight on the pool answers exactly what
-the session would, commits as it runs, and never leaves a connection in autocommit for the
-next transaction."""
+"""`first_row`, `all_rows` and `detached_copy`: a statement run straight on the pool answers
+exactly what the session would, commits as it runs, and never leaves a connection in
+autocommit for the next transaction."""
 
 import sqlite3
 from datetime import UTC, date
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from app.extensions import db
 from app.models import Account, KeyMode, Transaction, TransactionStatus
-from app.models.pooled import detached_copy, first_row
+from app.models.pooled import all_rows, detached_copy, first_row
 from tests.support import factories
 from tests.support.charges import created, pay, raw
 from tests.support.rows import update_row
@@ -173,3 +173,42 @@ def test_inside_an_open_transaction_it_runs_there_and_sees_what_that_wrote(
         db.session.rollback()
         assert detached_copy(Transaction, charge_id, **scope).customer_name is None
         assert db.session.get(Account, account_id).name == "Padaria São João"  # nothing early
+
+
+# Several rows, ordered, with columns the session types.
+STATUSES_OF_ACCOUNT = (
+    sa.select(Transaction.id, Transaction.status, Transaction.created_at)
+    .where(Transaction.account_id == sa.bindparam("account_id"))
+    .order_by(Transaction.created_at, Transaction.id)
+)
+
+
+def test_all_rows_answers_every_row_typed_outside_or_inside_a_transaction(
+    app, client, account_id, api_key
+):
+    paid_id = _paid_charge(app, client, api_key)
+    waiting_id = raw(created(client, api_key)["id"])
+    with app.app_context():
+        expected = [
+            (row.id, row.status, row.created_at)
+            for row in db.session.scalars(
+                sa.select(Transaction)
+                .where(Transaction.account_id == account_id)
+                .order_by(Transaction.created_at, Transaction.id)
+            )
+        ]
+        db.session.rollback()
+        assert [row[0] for row in expected] == [paid_id, waiting_id]
+        assert expected[0][1] is TransactionStatus.PAID
+
+        assert all_rows(STATUSES_OF_ACCOUNT, {"account_id": account_id}) == expected
+        assert not db.session().in_transaction()  # it ran on the pool
+        assert all_rows(STATUSES_OF_ACCOUNT, {"account_id": "nobody"}) == []
+
+        db.session.execute(
+            sa.update(Transaction).where(Transaction.id == waiting_id).values(status="CANCELLED")
+        )
+        inside = all_rows(STATUSES_OF_ACCOUNT, {"account_id": account_id})
+        assert inside[1][1] is TransactionStatus.CANCELLED  # it saw the open transaction's write
+        assert all(row[2].tzinfo is UTC for row in inside)
+        db.session.rollback()

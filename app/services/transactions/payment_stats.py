@@ -6,8 +6,9 @@ in Brazilian business days: today always counts (business day or not), then each
 business day until N days are counted; the window runs from 00:00 São Paulo of the earliest
 counted day through now, and a transaction belongs to it by `created_at`.
 
-The counts and amounts come from the daily totals (`payment_totals`): a few rows per day of
-the window, whatever the volume, folded here in Python. A day is a São Paulo calendar day on
+The counts and amounts come from the daily totals (`payment_totals`) and their projections:
+a few rows per month of the window, per day of its partial months and per day of the daily
+points, whatever the volume, folded here in Python. A day is a São Paulo calendar day on
 both backends (computed in Python when the totals are kept). Only the median time to pay
 reads the window's paid transactions (`_median_seconds_to_pay`, exact, on the
 `ix_transactions_listing` range). Amounts are in minor units and never mixed across
@@ -76,7 +77,7 @@ def calendar_window(first_day: date, now: datetime) -> StatsWindow:
 
 def payment_stats(account_id: str, mode: KeyMode, days: int, now: datetime | None = None) -> dict:
     """Totals, paid volume per currency and per method, and the daily paid volume, from the
-    coarse daily totals: three small grouped reads (the window, today, the daily points)."""
+    coarse totals: three small reads (the window, today, the daily points)."""
     window = stats_window(days, now or utcnow())
     totals = payment_totals.DayTotals(account_id, mode, window.end)
     groups = totals.grouped(window.first_day, by=("currency", "paid_with", "paid"))
@@ -222,11 +223,7 @@ def daily_volume(account_id: str, mode: KeyMode, window: StatsWindow) -> list[di
 
 def _daily_volume(totals: payment_totals.DayTotals, window: StatsWindow) -> list[dict]:
     first_day = _daily_first_day(window.first_day, window.today)
-    volumes: dict[date, dict[str, int]] = {}
-    for group in totals.grouped(first_day, by=("day", "currency"), paid=True):
-        if group.count:
-            volumes.setdefault(group.day, {})[group.currency] = group.amount
-    return _daily_points(first_day, window.today, volumes)
+    return _daily_points(first_day, window.today, totals.paid_per_day(first_day))
 
 
 def _daily_first_day(first_day: date, today: date) -> date:
@@ -236,11 +233,18 @@ def _daily_first_day(first_day: date, today: date) -> date:
 def _daily_points(first_day: date, today: date, volumes: dict[date, dict[str, int]]) -> list[dict]:
     """One point per day from `first_day` through `today`, oldest first, with the volumes
     per currency of that day (currencies in alphabetical order)."""
-    days = (first_day + timedelta(days=offset) for offset in range((today - first_day).days + 1))
-    return [
-        {"date": day.isoformat(), "currencies": dict(sorted(volumes.get(day, {}).items()))}
-        for day in days
-    ]
+    points = []
+    day, one_day = first_day, timedelta(days=1)
+    while day <= today:
+        currencies = volumes.get(day)
+        points.append(
+            {
+                "date": day.isoformat(),
+                "currencies": dict(sorted(currencies.items())) if currencies else {},
+            }
+        )
+        day += one_day
+    return points
 
 
 def _scope(

@@ -8,7 +8,7 @@ inserts, changes or deletes a `Transaction` appends the difference to
 rolls back takes its changes with it); new transactions written without a flush
 (`services.new_rows`) append theirs, from `changes_of_new`, in the statement that writes
 them. `fold_changes`, a periodic job, moves them into
-`payment_day_totals` and its coarse projection `payment_day_volumes` (what the stats read);
+`payment_day_totals` and its coarser projections (`PROJECTIONS`, what the stats read);
 `DayTotals` reads the folded rows and the pending changes. Nothing here updates a shared row
 on a payment's path, so concurrent payments of one merchant never wait on each other.
 
@@ -27,8 +27,14 @@ from sqlalchemy.orm import Session
 
 from app.business_days import SAO_PAULO
 from app.extensions import db, insert_for
-from app.models import KeyMode, Transaction
-from app.models.payment_totals import PaymentDayTotal, PaymentDayVolume, PaymentTotalChange
+from app.models import KeyMode, Transaction, pooled
+from app.models.payment_totals import (
+    PaymentDayPaidVolume,
+    PaymentDayTotal,
+    PaymentDayVolume,
+    PaymentMonthVolume,
+    PaymentTotalChange,
+)
 
 # The transaction's attributes its row depends on (each with `active_history` on the model,
 # so a change made to an unloaded attribute still knows the value it replaces).
@@ -64,7 +70,46 @@ class TotalRow:
 
 
 KEY_COLUMNS = tuple(TotalRow.__dataclass_fields__)
-VOLUME_COLUMNS = ("account_id", "mode", "day", "currency", "paid_with", "paid")
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A coarser table of the daily totals: its key columns (`month`: the first day of the
+    day's month), and whether it holds the paid transactions only."""
+
+    model: type
+    key: tuple[str, ...]
+    paid_only: bool = False
+
+    def rows(self, totals: list[dict]) -> list[dict]:
+        """`totals` (rows of `payment_day_totals`) summed into this table's rows."""
+        summed: dict[tuple, list[int]] = {}
+        for total in totals:
+            if self.paid_only and not total["paid"]:
+                continue
+            key = tuple(
+                total["day"].replace(day=1) if name == "month" else total[name] for name in self.key
+            )
+            figures = summed.setdefault(key, [0, 0])
+            figures[0] += total["count"]
+            figures[1] += total["amount"]
+        return [
+            {**dict(zip(self.key, key, strict=True)), "count": count, "amount": amount}
+            for key, (count, amount) in summed.items()
+            if count or amount
+        ]
+
+
+DAY_VOLUMES = Projection(
+    PaymentDayVolume, ("account_id", "mode", "day", "currency", "paid_with", "paid")
+)
+MONTH_VOLUMES = Projection(
+    PaymentMonthVolume, ("account_id", "mode", "month", "currency", "paid_with", "paid")
+)
+PAID_DAY_VOLUMES = Projection(
+    PaymentDayPaidVolume, ("account_id", "mode", "day", "currency"), paid_only=True
+)
+PROJECTIONS = (DAY_VOLUMES, MONTH_VOLUMES, PAID_DAY_VOLUMES)
 
 
 def offered_methods(methods: Iterable[str]) -> str:
@@ -194,18 +239,9 @@ class DayTotals:
         """Counts and amounts from 00:00 São Paulo of `first_day` (only the paid or unpaid
         ones when `paid` is given), grouped by the named key columns, as named tuples of
         those columns, `count` and `amount`."""
-        folded = PaymentDayVolume if set(by) <= set(VOLUME_COLUMNS) else PaymentDayTotal
-        scope = {
-            "account_id": self.account_id,
-            "mode": self.mode,
-            "first_day": first_day,
-            "last_day": self.last_day,
-        }
-        if paid is not None:
-            scope["paid"] = paid
-        # On the session's connection, not through the session: these are plain rows, and
-        # the ORM's row processing was a fifth of the year's daily points (1,464 rows).
-        rows = db.session.connection().execute(_grouped_read(folded, by, paid is not None), scope)
+        # Straight on the pool, not through the session: these are plain rows, and the
+        # session's row handling was most of the Python time of a year's daily points.
+        rows = pooled.all_rows(_grouped_read(by, paid), {**self._scope(first_day), "paid": paid})
         total = _day_total(by)
         later = [
             (row, amount)
@@ -221,31 +257,79 @@ class DayTotals:
             figures[1] -= amount
         return [total(*key, *figures) for key, figures in sums.items()]
 
+    def paid_per_day(self, first_day: date) -> dict[date, dict[str, int]]:
+        """The paid amount per São Paulo day from `first_day`, and per currency, for the days
+        and currencies with any paid transaction. Read from the paid volumes as they are
+        folded (a row per day and currency) with the pending changes, and added up here:
+        grouping them in SQL and naming each row cost as much as the read for a year."""
+        figures: dict[date, dict[str, tuple[int, int]]] = {}
+        for day, currency, count, amount in pooled.all_rows(_PAID_PER_DAY, self._scope(first_day)):
+            _add_figures(figures, day, currency, count, amount)
+        for row, amount in self._created_later():
+            if row.paid:
+                _add_figures(figures, row.day, row.currency, -1, -amount)
+        amounts = {}
+        for day, currencies in figures.items():
+            paid = {currency: amount for currency, (count, amount) in currencies.items() if count}
+            if paid:
+                amounts[day] = paid
+        return amounts
+
+    def _scope(self, first_day: date) -> dict[str, object]:
+        """The values of a read's parameters: the account, the mode, and the days from
+        `first_day` through `until`'s as days before, in and after its whole months."""
+        months_from = _first_whole_month(first_day)
+        return {
+            "account_id": self.account_id,
+            "mode": self.mode,
+            "first_day": first_day,
+            "last_day": self.last_day,
+            "months_from": months_from,
+            "months_until": max(months_from, self.last_day.replace(day=1)),
+        }
+
     def _created_later(self) -> list[tuple[TotalRow, int]]:
         if self._later is None:
             next_midnight = datetime.combine(
                 self.last_day + timedelta(days=1), time.min, tzinfo=SAO_PAULO
             )
-            later = db.session.execute(
-                sa.select(*(getattr(Transaction, name) for name in COUNTED_ATTRIBUTES)).where(
-                    Transaction.account_id == self.account_id,
-                    Transaction.mode == self.mode,
-                    Transaction.created_at > self.until,
-                    Transaction.created_at < next_midnight,
-                )
-            ).mappings()
-            self._later = [_row_of(values) for values in later]
+            later = pooled.all_rows(
+                _CREATED_LATER,
+                {
+                    "account_id": self.account_id,
+                    "mode": self.mode,
+                    "until": self.until,
+                    "next_midnight": next_midnight,
+                },
+            )
+            self._later = [
+                _row_of(dict(zip(COUNTED_ATTRIBUTES, row, strict=True))) for row in later
+            ]
         return self._later
 
 
+_CREATED_LATER = sa.select(*(getattr(Transaction, name) for name in COUNTED_ATTRIBUTES)).where(
+    Transaction.account_id == sa.bindparam("account_id"),
+    Transaction.mode == sa.bindparam("mode"),
+    Transaction.created_at > sa.bindparam("until"),
+    Transaction.created_at < sa.bindparam("next_midnight"),
+)
+
+
+def _first_whole_month(day: date) -> date:
+    """The first day of the first calendar month that starts on or after `day`."""
+    if day.day == 1:
+        return day
+    return (day.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
 @cache
-def _grouped_read(folded: type, by: tuple[str, ...], by_paid: bool) -> sa.Select:
-    """The folded rows of `folded` and the pending changes of one account and mode between
-    two days (paid or unpaid only when `by_paid`), summed per `by`; built once per shape,
+def _grouped_read(by: tuple[str, ...], paid: bool | None) -> sa.Select:
+    """The folded rows and the pending changes of one account and mode between two days
+    (paid or unpaid only when `paid` is given), summed per `by`; built once per shape,
     since building it cost as much as a week's read."""
-    both = sa.union_all(
-        _scoped(folded, by, by_paid), _scoped(PaymentTotalChange, by, by_paid)
-    ).subquery()
+    both = sa.union_all(*_folded_parts(by, paid), _in_days(PaymentTotalChange, by, paid))
+    both = both.subquery()
     columns = [both.c[name] for name in by]
     return sa.select(
         *columns,
@@ -254,14 +338,63 @@ def _grouped_read(folded: type, by: tuple[str, ...], by_paid: bool) -> sa.Select
     ).group_by(*columns)
 
 
-def _scoped(model: type, by: tuple[str, ...], by_paid: bool) -> sa.Select:
-    query = sa.select(*(getattr(model, name) for name in by), model.count, model.amount).where(
-        model.account_id == sa.bindparam("account_id"),
-        model.mode == sa.bindparam("mode"),
-        model.day >= sa.bindparam("first_day"),
-        model.day <= sa.bindparam("last_day"),
+def _folded_parts(by: tuple[str, ...], paid: bool | None) -> list[sa.Select]:
+    """The folded rows a read of `by` needs, from the coarsest table that holds them: the
+    volumes (a window's whole months from the monthly ones, the days before and after them
+    from the daily ones), or else the full daily totals. Each part reads one range of its
+    table's key, which a generic plan of the prepared statement keeps to as well."""
+    if not set(by) <= set(DAY_VOLUMES.key):
+        return [_in_days(PaymentDayTotal, by, paid)]
+    if "day" in by:
+        return [_in_days(PaymentDayVolume, by, paid)]
+    days = PaymentDayVolume.day
+    months = PaymentMonthVolume.month
+    return [
+        _in_days(PaymentDayVolume, by, paid).where(days < sa.bindparam("months_from")),
+        _scoped(PaymentMonthVolume, by, paid).where(
+            months >= sa.bindparam("months_from"), months < sa.bindparam("months_until")
+        ),
+        _scoped(PaymentDayVolume, by, paid).where(
+            days >= sa.bindparam("months_until"), days <= sa.bindparam("last_day")
+        ),
+    ]
+
+
+def _in_days(model: type, by: tuple[str, ...], paid: bool | None) -> sa.Select:
+    return _scoped(model, by, paid).where(
+        model.day >= sa.bindparam("first_day"), model.day <= sa.bindparam("last_day")
     )
-    return query.where(model.paid == sa.bindparam("paid")) if by_paid else query
+
+
+def _scoped(model: type, by: tuple[str, ...], paid: bool | None) -> sa.Select:
+    query = sa.select(*(getattr(model, name) for name in by), model.count, model.amount).where(
+        model.account_id == sa.bindparam("account_id"), model.mode == sa.bindparam("mode")
+    )
+    return query if paid is None else query.where(model.paid == sa.bindparam("paid"))
+
+
+def _add_figures(
+    figures: dict[date, dict[str, tuple[int, int]]],
+    day: date,
+    currency: str,
+    count: int,
+    amount: int,
+) -> None:
+    """Add a count and an amount to a day's currency."""
+    currencies = figures.get(day)
+    if currencies is None:
+        figures[day] = {currency: (count, amount)}
+    elif currency in currencies:
+        known = currencies[currency]
+        currencies[currency] = (known[0] + count, known[1] + amount)
+    else:
+        currencies[currency] = (count, amount)
+
+
+_PAID_PER_DAY = sa.union_all(
+    _in_days(PaymentDayPaidVolume, ("day", "currency"), None),
+    _in_days(PaymentTotalChange, ("day", "currency"), None).where(PaymentTotalChange.paid),
+)
 
 
 @cache
@@ -289,7 +422,8 @@ def fold_changes() -> int:
         tally.add(TotalRow(*change[: len(KEY_COLUMNS)]), change.count, change.amount)
     totals = tally.rows()
     _add_to(PaymentDayTotal, KEY_COLUMNS, totals)
-    _add_to(PaymentDayVolume, VOLUME_COLUMNS, _volumes(totals))
+    for projection in PROJECTIONS:
+        _add_to(projection.model, projection.key, projection.rows(totals))
     db.session.commit()
     return len(moved)
 
@@ -305,7 +439,7 @@ def rebuild_totals(account_id: str | None = None) -> int:
         engine = engine.execution_options(isolation_level="REPEATABLE READ")
     with Session(engine) as session, session.begin():
         _serialise_with_other_folds(session)
-        for model in (PaymentDayTotal, PaymentDayVolume, PaymentTotalChange):
+        for model in (PaymentDayTotal, *(p.model for p in PROJECTIONS), PaymentTotalChange):
             delete = sa.delete(model)
             if account_id is not None:
                 delete = delete.where(model.account_id == account_id)
@@ -320,27 +454,14 @@ def rebuild_totals(account_id: str | None = None) -> int:
             tally.add_transaction(values, +1)
             counted += 1
         totals = tally.rows()
-        for model, rows in ((PaymentDayTotal, totals), (PaymentDayVolume, _volumes(totals))):
+        tables = [(PaymentDayTotal, totals), *((p.model, p.rows(totals)) for p in PROJECTIONS)]
+        for model, rows in tables:
             for start in range(0, len(rows), REBUILD_BATCH):
                 session.execute(sa.insert(model), rows[start : start + REBUILD_BATCH])
     return counted
 
 
-def _volumes(totals: list[dict]) -> list[dict]:
-    """The totals summed into the coarse rows of `PaymentDayVolume`."""
-    summed: dict[tuple, list[int]] = {}
-    for total in totals:
-        figures = summed.setdefault(tuple(total[name] for name in VOLUME_COLUMNS), [0, 0])
-        figures[0] += total["count"]
-        figures[1] += total["amount"]
-    return [
-        {**dict(zip(VOLUME_COLUMNS, key, strict=True)), "count": count, "amount": amount}
-        for key, (count, amount) in summed.items()
-        if count or amount
-    ]
-
-
-def _add_to(model: type[PaymentDayTotal | PaymentDayVolume], key: tuple, rows: list[dict]) -> None:
+def _add_to(model: type, key: tuple[str, ...], rows: list[dict]) -> None:
     """Add counts and amounts to their rows of `model`, creating the rows that do not exist."""
     if not rows:
         return

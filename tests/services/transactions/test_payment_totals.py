@@ -17,8 +17,10 @@ from app.extensions import db
 from app.models import (
     KeyMode,
     Origin,
+    PaymentDayPaidVolume,
     PaymentDayTotal,
     PaymentDayVolume,
+    PaymentMonthVolume,
     PaymentTotalChange,
     Transaction,
     TransactionStatus,
@@ -83,37 +85,55 @@ def recount(account_id: str, until: datetime = NOW) -> Counter:
 
 
 def totals(account_id: str, until: datetime = NOW, first_day: date = date(2026, 1, 1)) -> Counter:
-    """The fine totals as the service reads them; the coarse ones must add up to the same."""
-    found: Counter = Counter()
-    for row in payment_totals.DayTotals(account_id, KeyMode.TEST, until).grouped(first_day, by=KEY):
-        key = tuple(row[: len(KEY)])
-        if row.count or row.amount:
-            found[(key, "count")] += row.count
-            found[(key, "amount")] += row.amount
-    assert coarse(account_id, until, first_day) == _project(found)
+    """The fine totals as the service reads them; the coarser reads (each from its own
+    projection) must add up to the same."""
+    found = grouped(account_id, until, first_day, KEY)
+    for by in (COARSE, WINDOW):
+        assert grouped(account_id, until, first_day, by) == _project(found, by)
+    assert paid_per_day(account_id, until, first_day) == _paid_per_day(found)
     return found
 
 
 COARSE = ("day", "currency", "paid_with", "paid")
+WINDOW = ("currency", "paid_with", "paid")  # read from whole months and single days
 
 
-def coarse(account_id: str, until: datetime, first_day: date) -> Counter:
+def grouped(account_id: str, until: datetime, first_day: date, by: tuple[str, ...]) -> Counter:
     found: Counter = Counter()
-    for row in payment_totals.DayTotals(account_id, KeyMode.TEST, until).grouped(
-        first_day, by=COARSE
-    ):
+    for row in payment_totals.DayTotals(account_id, KeyMode.TEST, until).grouped(first_day, by=by):
         if row.count or row.amount:
-            found[(tuple(row[: len(COARSE)]), "count")] += row.count
-            found[(tuple(row[: len(COARSE)]), "amount")] += row.amount
+            found[(tuple(row[: len(by)]), "count")] += row.count
+            found[(tuple(row[: len(by)]), "amount")] += row.amount
     return found
 
 
-def _project(fine: Counter) -> Counter:
+def paid_per_day(account_id: str, until: datetime, first_day: date) -> dict:
+    return payment_totals.DayTotals(account_id, KeyMode.TEST, until).paid_per_day(first_day)
+
+
+def _project(fine: Counter, by: tuple[str, ...]) -> Counter:
     projected: Counter = Counter()
     for (key, what), value in fine.items():
         row = dict(zip(KEY, key, strict=True))
-        projected[(tuple(row[name] for name in COARSE), what)] += value
+        projected[(tuple(row[name] for name in by), what)] += value
     return +projected
+
+
+def _paid_per_day(fine: Counter) -> dict:
+    """{day: {currency: amount}} of the paid rows whose count is not zero."""
+    paid = _project(fine, ("day", "currency", "paid"))
+    return _nested(
+        (day, currency, paid[((day, currency, True), "amount")])
+        for (day, currency, is_paid), what in paid
+        if is_paid and what == "count"
+    )
+
+
+def _nested(figures) -> dict:
+    nested: dict = {}
+    for day, currency, amount in figures:
+        nested.setdefault(day, {})[currency] = amount
+    return nested
 
 
 def pending_changes() -> int:
@@ -149,6 +169,82 @@ def test_each_change_to_a_transaction_moves_it_between_rows_and_the_fold_keeps_t
         db.session.delete(db.session.get(Transaction, second))
         db.session.commit()
         assert totals(account_id) == recount(account_id)
+
+
+def test_windows_across_months_read_whole_months_and_the_days_around_them(app, account_id):
+    """A window's totals come from the monthly volumes for its whole months and the daily
+    ones for the days before and after them: every first day (the 1st, mid-month, the last
+    of a month, today) agrees with the recount, folded or not, with changes pending on
+    folded rows, and with a transaction of the last day created after `until`."""
+    created = [
+        (date(2026, 8, 31), 23, "BRL"),  # 02:00 UTC on 1 September
+        (date(2026, 9, 1), 0, "BRL"),
+        (date(2026, 9, 15), 12, "EUR"),
+        (date(2026, 10, 31), 23, "BRL"),
+        (date(2026, 11, 1), 0, "EUR"),
+        (date(2026, 11, 22), 9, "BRL"),
+        (MONDAY, 8, "BRL"),
+        (MONDAY, 8, "EUR"),
+    ]
+    first_days = [
+        date(2026, 8, 1),
+        date(2026, 8, 31),
+        date(2026, 9, 1),
+        date(2026, 9, 2),
+        date(2026, 10, 31),
+        date(2026, 11, 1),
+        date(2026, 11, 22),
+        MONDAY,
+    ]
+    with app.app_context():
+        ids = []
+        for number, (day, hour, currency) in enumerate(created):
+            paid = {}
+            if number % 2 == 0:
+                paid = {"status": S.PAID, "paid_with": "PIX", "paid_at": sao_paulo(day, hour)}
+            ids.append(
+                add(account_id, sao_paulo(day, hour), 100 * (number + 1), currency=currency, **paid)
+            )
+        add(
+            account_id,
+            NOW + timedelta(minutes=5),
+            7_777,
+            status=S.PAID,
+            paid_with="PIX",
+            paid_at=NOW + timedelta(minutes=6),
+        )
+
+        def agrees() -> None:
+            for first_day in first_days:
+                assert totals(account_id, first_day=first_day) == recount_from(
+                    account_id, first_day
+                )
+
+        agrees()
+        while payment_totals.fold_changes():
+            pass
+        agrees()
+        refunded = db.session.get(Transaction, ids[2])
+        refunded.status = S.REFUNDED
+        refunded.paid_at = None
+        db.session.commit()
+        assert pending_changes() > 0
+        agrees()
+        assert paid_per_day(account_id, NOW, date(2026, 8, 1)) == {
+            date(2026, 8, 31): {"BRL": 100},
+            date(2026, 11, 1): {"EUR": 500},
+            MONDAY: {"BRL": 700},  # not the 7,777 paid after `until`
+        }
+
+
+def recount_from(account_id: str, first_day: date) -> Counter:
+    return +Counter(
+        {
+            (key, what): value
+            for (key, what), value in recount(account_id).items()
+            if key[0] >= first_day
+        }
+    )
 
 
 def test_a_due_date_charge_paid_with_interest_moves_its_amount_too(app, account_id):
@@ -238,48 +334,62 @@ def test_a_rebuild_recounts_rows_written_around_the_application(app, account_id)
         assert totals(account_id) == recount(account_id)
 
 
-def test_the_migration_backfill_counts_as_the_service_does(app, account_id):
-    """The migration's SQL is frozen at its revision; it must agree with the service's rule
-    (SQLite at a fixed UTC-3, exact since 2019)."""
+def _migration(name: str):
     spec = importlib.util.spec_from_file_location(
-        "payment_totals_migration", PROJECT_ROOT / "migrations/versions/0013_payment_totals.py"
+        name, PROJECT_ROOT / f"migrations/versions/{name}.py"
     )
     migration = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(migration)
+    return migration
+
+
+def test_the_migration_backfills_count_as_the_service_does(app, account_id):
+    """The migrations' SQL is frozen at their revisions; it must agree with the service's
+    rule (SQLite at a fixed UTC-3, exact since 2019), for the totals and every projection."""
+    totals_migration = _migration("0013_payment_totals")
+    projections_migration = _migration("0016_payment_volume_projections")
     with app.app_context():
         add(account_id, sao_paulo(MONDAY, 1), 100, methods=["PIX", "BOLETO", "PIX"])
         add(account_id, sao_paulo(MONDAY, 23), 200, status=S.PAID, paid_with="PIX", paid_at=NOW)
         add(account_id, sao_paulo(MONDAY, 0), 300, currency="EUR", methods=["MBWAY"])
-        payment_totals.rebuild_totals()
-        by_service = db.session.execute(sa.select(PaymentDayTotal)).scalars().all()
-        by_service = sorted(_as_tuple(row) for row in by_service)
-
-        volumes_by_service = _volumes()
-
-        db.session.execute(sa.delete(PaymentDayTotal))
-        db.session.execute(sa.delete(PaymentDayVolume))
-        db.session.execute(sa.text(migration.BACKFILL[db.engine.dialect.name]))
-        db.session.execute(sa.text(migration.BACKFILL_VOLUMES))
-        db.session.commit()
-        by_migration = sorted(
-            _as_tuple(row) for row in db.session.execute(sa.select(PaymentDayTotal)).scalars()
+        add(
+            account_id,
+            sao_paulo(date(2026, 10, 31), 23),
+            400,
+            status=S.PAID,
+            paid_with="PIX",
+            paid_at=NOW,
         )
-        volumes_by_migration = _volumes()
+        add(account_id, sao_paulo(date(2026, 11, 2)), 50)  # the month's row of the first
+        payment_totals.rebuild_totals()
+        by_service = _folded()
+
+        for model in FOLDED:
+            db.session.execute(sa.delete(model))
+        dialect = db.engine.dialect.name
+        db.session.execute(sa.text(totals_migration.BACKFILL[dialect]))
+        db.session.execute(sa.text(totals_migration.BACKFILL_VOLUMES))
+        for statement in projections_migration.backfill_statements(dialect):
+            db.session.execute(sa.text(statement))
+        db.session.commit()
+        by_migration = _folded()
     assert by_migration == by_service
-    assert volumes_by_migration == volumes_by_service
-    assert len(volumes_by_service) == 3
-    assert any(row[6] == "BOLETO,PIX" for row in by_service)
+    assert [len(rows) for rows in by_service.values()] == [5, 5, 4, 2]
+    assert any(row[6] == "BOLETO,PIX" for row in by_service[PaymentDayTotal])
 
 
-def _volumes() -> list[tuple]:
-    return sorted(
-        (row.day, row.currency, row.paid_with, row.paid, row.count, row.amount)
-        for row in db.session.execute(sa.select(PaymentDayVolume)).scalars()
-    )
+FOLDED = (PaymentDayTotal, PaymentDayVolume, PaymentMonthVolume, PaymentDayPaidVolume)
 
 
-def _as_tuple(total: PaymentDayTotal) -> tuple:
-    return tuple(getattr(total, name) for name in (*payment_totals.KEY_COLUMNS, "count", "amount"))
+def _folded() -> dict[type, list[tuple]]:
+    """Every folded table's rows, as sorted tuples of their columns."""
+    return {
+        model: sorted(
+            tuple(getattr(row, column.key) for column in model.__table__.columns)
+            for row in db.session.execute(sa.select(model)).scalars()
+        )
+        for model in FOLDED
+    }
 
 
 def test_the_cron_folds_with_the_payment_jobs(app, account_id):
