@@ -60,7 +60,7 @@ class PaymentDayVolume(db.Model):
 
 class PaymentMonthVolume(db.Model):
     """`PaymentDayVolume` summed per calendar month (`month` is its first day): a year's
-    window reads a dozen months and the days of its two partial ones, not 365 days."""
+    window reads its whole months here and only the days before and after them per day."""
 
     __tablename__ = "payment_month_volumes"
 

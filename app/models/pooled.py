@@ -11,9 +11,10 @@ compiled once per dialect with SQLAlchemy's own bind and result processors, then
 connection taken from the engine's pool in autocommit (no BEGIN or COMMIT round trip): it
 commits as it runs, so it is for statements that need no transaction. Like
 `extensions.outside_transaction`, a transaction the session already has open is used as it
-is by `first_row`: the statement then runs in it, sees its writes, commits nothing early and
-takes no second connection from the pool. `write_if` always runs on its own connection: its
-caller has checked that the session holds nothing it must see.
+is by `first_row` and `all_rows`: the statement then runs in it, through the session, sees
+its writes, commits nothing early and takes no second connection from the pool.
+`write_if` always runs on its own connection: its caller has checked that the session
+holds nothing it must see.
 """
 
 import json

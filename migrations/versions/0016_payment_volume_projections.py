@@ -4,9 +4,13 @@ volumes per calendar month, for a window's whole months) and `payment_day_paid_v
 (the paid volumes per day and currency, the daily points as they are read).
 
 Both are backfilled from `payment_day_volumes`, in SQL written out as of this revision,
-under the lock the fold and the rebuild take, so no fold moves changes in between; the
-changes still pending are folded into all three later. A test checks on both backends that
-the backfill and `flask payments rebuild-totals` agree.
+under the lock the fold and the rebuild take, so no fold moves changes in between. The
+changes still pending are folded into all four tables by the new code. A fold run by a
+worker still on the old code after this migration (between the release's migration and the
+workers' restart) moves its changes into the two older tables only: run
+`flask payments rebuild-totals` once every process runs the new code
+(docs/operations.md, "Deploying a new version"). A test checks on both backends that the
+backfill and `flask payments rebuild-totals` agree.
 
 Revision ID: 0016_payment_volume_projections
 Revises: 0015_open_charges
@@ -24,7 +28,7 @@ depends_on = None
 
 FOLD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('payment_totals', 0))"
 FIRST_OF_MONTH = {
-    "postgresql": "date_trunc('month', day)::date",
+    "postgresql": "date_trunc('month', day::timestamp)::date",
     "sqlite": "date(day, 'start of month')",
 }
 BACKFILL_MONTHS = """

@@ -223,8 +223,9 @@ class DayTotals:
     """The count and amount of one account's transactions (one mode) created through `until`,
     read from the folded totals (the coarse ones when they hold every column asked for) plus
     the changes not yet folded, which give whole days through `until`'s. The few rows of that
-    day created after `until` (none, when `until` is now) are read once per reader and taken
-    off every answer, so a window ends at `until` exactly."""
+    day created after `until` (none, when `until` is now) are read once per reader, before
+    its first read of the totals (so each one taken off was counted there: a read is a
+    snapshot of its own), and taken off every answer, so a window ends at `until`."""
 
     def __init__(self, account_id: str, mode: KeyMode, until: datetime) -> None:
         self.account_id = account_id
@@ -239,15 +240,15 @@ class DayTotals:
         """Counts and amounts from 00:00 São Paulo of `first_day` (only the paid or unpaid
         ones when `paid` is given), grouped by the named key columns, as named tuples of
         those columns, `count` and `amount`."""
-        # Straight on the pool, not through the session: these are plain rows, and the
-        # session's row handling was most of the Python time of a year's daily points.
-        rows = pooled.all_rows(_grouped_read(by, paid), {**self._scope(first_day), "paid": paid})
-        total = _day_total(by)
         later = [
             (row, amount)
-            for row, amount in self._created_later()
+            for row, amount in self._created_later()  # first: what is taken off was added
             if paid is None or row.paid == paid
         ]
+        # On the pool unless the session has a transaction open: these are plain rows, and
+        # the session's row handling was most of the Python time of a year's daily points.
+        rows = pooled.all_rows(_grouped_read(by, paid), {**self._scope(first_day), "paid": paid})
+        total = _day_total(by)
         if not later:
             return [total._make(row) for row in rows]
         sums: dict[tuple, list[int]] = {tuple(row[:-2]): [row[-2], row[-1]] for row in rows}
@@ -262,12 +263,12 @@ class DayTotals:
         and currencies with any paid transaction. Read from the paid volumes as they are
         folded (a row per day and currency) with the pending changes, and added up here:
         grouping them in SQL and naming each row cost as much as the read for a year."""
+        later = [(row, amount) for row, amount in self._created_later() if row.paid]
         figures: dict[date, dict[str, tuple[int, int]]] = {}
         for day, currency, count, amount in pooled.all_rows(_PAID_PER_DAY, self._scope(first_day)):
             _add_figures(figures, day, currency, count, amount)
-        for row, amount in self._created_later():
-            if row.paid:
-                _add_figures(figures, row.day, row.currency, -1, -amount)
+        for row, amount in later:
+            _add_figures(figures, row.day, row.currency, -1, -amount)
         amounts = {}
         for day, currencies in figures.items():
             paid = {currency: amount for currency, (count, amount) in currencies.items() if count}

@@ -174,9 +174,12 @@ def test_each_change_to_a_transaction_moves_it_between_rows_and_the_fold_keeps_t
 def test_windows_across_months_read_whole_months_and_the_days_around_them(app, account_id):
     """A window's totals come from the monthly volumes for its whole months and the daily
     ones for the days before and after them: every first day (the 1st, mid-month, the last
-    of a month, today) agrees with the recount, folded or not, with changes pending on
-    folded rows, and with a transaction of the last day created after `until`."""
+    of a month, the last day) and every end (a 1st, a month's last day, across a new year,
+    mid-month) agrees with the recount, folded or not, with changes pending on folded rows,
+    and with a transaction of the last day created after `until`."""
     created = [
+        (date(2025, 12, 31), 22, "BRL"),
+        (date(2026, 1, 1), 1, "EUR"),
         (date(2026, 8, 31), 23, "BRL"),  # 02:00 UTC on 1 September
         (date(2026, 9, 1), 0, "BRL"),
         (date(2026, 9, 15), 12, "EUR"),
@@ -186,7 +189,16 @@ def test_windows_across_months_read_whole_months_and_the_days_around_them(app, a
         (MONDAY, 8, "BRL"),
         (MONDAY, 8, "EUR"),
     ]
+    untils = [
+        sao_paulo(date(2026, 1, 1), 12),  # a 1st, the year's first
+        sao_paulo(date(2026, 9, 1), 6),  # a 1st
+        sao_paulo(date(2026, 10, 31), 23),  # a month's last day, after its last row
+        NOW,  # mid-month, with a row of its day created after it
+    ]
     first_days = [
+        date(2025, 12, 1),
+        date(2025, 12, 31),
+        date(2026, 1, 1),
         date(2026, 8, 1),
         date(2026, 8, 31),
         date(2026, 9, 1),
@@ -215,36 +227,34 @@ def test_windows_across_months_read_whole_months_and_the_days_around_them(app, a
         )
 
         def agrees() -> None:
-            for first_day in first_days:
-                assert totals(account_id, first_day=first_day) == recount_from(
-                    account_id, first_day
-                )
+            for until in untils:
+                last_day = until.astimezone(SAO_PAULO).date()
+                for first_day in (day for day in first_days if day <= last_day):
+                    assert totals(account_id, until, first_day) == recount_from(
+                        account_id, until, first_day
+                    ), (until, first_day)
 
         agrees()
         while payment_totals.fold_changes():
             pass
         agrees()
-        refunded = db.session.get(Transaction, ids[2])
+        refunded = db.session.get(Transaction, ids[4])
         refunded.status = S.REFUNDED
         refunded.paid_at = None
         db.session.commit()
         assert pending_changes() > 0
         agrees()
-        assert paid_per_day(account_id, NOW, date(2026, 8, 1)) == {
-            date(2026, 8, 31): {"BRL": 100},
-            date(2026, 11, 1): {"EUR": 500},
-            MONDAY: {"BRL": 700},  # not the 7,777 paid after `until`
+        assert paid_per_day(account_id, NOW, date(2025, 12, 1)) == {
+            date(2025, 12, 31): {"BRL": 100},
+            date(2026, 8, 31): {"BRL": 300},
+            date(2026, 11, 1): {"EUR": 700},
+            MONDAY: {"BRL": 900},  # not the 7,777 paid after `until`
         }
 
 
-def recount_from(account_id: str, first_day: date) -> Counter:
-    return +Counter(
-        {
-            (key, what): value
-            for (key, what), value in recount(account_id).items()
-            if key[0] >= first_day
-        }
-    )
+def recount_from(account_id: str, until: datetime, first_day: date) -> Counter:
+    counted = recount(account_id, until)
+    return +Counter({(key, what): n for (key, what), n in counted.items() if key[0] >= first_day})
 
 
 def test_a_due_date_charge_paid_with_interest_moves_its_amount_too(app, account_id):
