@@ -461,10 +461,7 @@ def explained_statements(
     tables: tuple[str, ...],
 ) -> list[tuple[str, dict]]:
     """Each SELECT `call` runs on `tables` (`statements_of`), replayed under EXPLAIN in
-    `session` and rolled back: the statement and its `plan_summary`. `call` runs in a
-    transaction of `session`, where the reads straight on the pool (`models.pooled`) run
-    through the session too, so the capture sees them."""
-    session.connection()
+    `session` and rolled back: the statement and its `plan_summary`."""
     statements = statements_of(engine, call, tables)
     session.rollback()
     explained = []
