@@ -234,20 +234,13 @@ class DayTotals:
         self.last_day = until.astimezone(SAO_PAULO).date()
         self._later: list[tuple[TotalRow, int]] | None = None
 
-    def grouped(
-        self, first_day: date, by: tuple[str, ...], paid: bool | None = None
-    ) -> list[tuple]:
-        """Counts and amounts from 00:00 São Paulo of `first_day` (only the paid or unpaid
-        ones when `paid` is given), grouped by the named key columns, as named tuples of
-        those columns, `count` and `amount`."""
-        later = [
-            (row, amount)
-            for row, amount in self._created_later()  # first: what is taken off was added
-            if paid is None or row.paid == paid
-        ]
+    def grouped(self, first_day: date, by: tuple[str, ...]) -> list[tuple]:
+        """Counts and amounts from 00:00 São Paulo of `first_day`, grouped by the named key
+        columns, as named tuples of those columns, `count` and `amount`."""
+        later = self._created_later()  # first: what is taken off was added
         # On the pool unless the session has a transaction open: these are plain rows, and
         # the session's row handling was most of the Python time of a year's daily points.
-        rows = pooled.all_rows(_grouped_read(by, paid), {**self._scope(first_day), "paid": paid})
+        rows = pooled.all_rows(_grouped_read(by), self._scope(first_day))
         total = _day_total(by)
         if not later:
             return [total._make(row) for row in rows]
@@ -325,11 +318,11 @@ def _first_whole_month(day: date) -> date:
 
 
 @cache
-def _grouped_read(by: tuple[str, ...], paid: bool | None) -> sa.Select:
-    """The folded rows and the pending changes of one account and mode between two days
-    (paid or unpaid only when `paid` is given), summed per `by`; built once per shape,
-    since building it cost as much as a week's read."""
-    both = sa.union_all(*_folded_parts(by, paid), _in_days(PaymentTotalChange, by, paid))
+def _grouped_read(by: tuple[str, ...]) -> sa.Select:
+    """The folded rows and the pending changes of one account and mode between two days,
+    summed per `by`; built once per shape, since building it cost as much as a week's
+    read."""
+    both = sa.union_all(*_folded_parts(by), _in_days(PaymentTotalChange, by))
     both = both.subquery()
     columns = [both.c[name] for name in by]
     return sa.select(
@@ -339,39 +332,38 @@ def _grouped_read(by: tuple[str, ...], paid: bool | None) -> sa.Select:
     ).group_by(*columns)
 
 
-def _folded_parts(by: tuple[str, ...], paid: bool | None) -> list[sa.Select]:
+def _folded_parts(by: tuple[str, ...]) -> list[sa.Select]:
     """The folded rows a read of `by` needs, from the coarsest table that holds them: the
     volumes (a window's whole months from the monthly ones, the days before and after them
     from the daily ones), or else the full daily totals. Each part reads one range of its
     table's key, which a generic plan of the prepared statement keeps to as well."""
     if not set(by) <= set(DAY_VOLUMES.key):
-        return [_in_days(PaymentDayTotal, by, paid)]
+        return [_in_days(PaymentDayTotal, by)]
     if "day" in by:
-        return [_in_days(PaymentDayVolume, by, paid)]
+        return [_in_days(PaymentDayVolume, by)]
     days = PaymentDayVolume.day
     months = PaymentMonthVolume.month
     return [
-        _in_days(PaymentDayVolume, by, paid).where(days < sa.bindparam("months_from")),
-        _scoped(PaymentMonthVolume, by, paid).where(
+        _in_days(PaymentDayVolume, by).where(days < sa.bindparam("months_from")),
+        _scoped(PaymentMonthVolume, by).where(
             months >= sa.bindparam("months_from"), months < sa.bindparam("months_until")
         ),
-        _scoped(PaymentDayVolume, by, paid).where(
+        _scoped(PaymentDayVolume, by).where(
             days >= sa.bindparam("months_until"), days <= sa.bindparam("last_day")
         ),
     ]
 
 
-def _in_days(model: type, by: tuple[str, ...], paid: bool | None) -> sa.Select:
-    return _scoped(model, by, paid).where(
+def _in_days(model: type, by: tuple[str, ...]) -> sa.Select:
+    return _scoped(model, by).where(
         model.day >= sa.bindparam("first_day"), model.day <= sa.bindparam("last_day")
     )
 
 
-def _scoped(model: type, by: tuple[str, ...], paid: bool | None) -> sa.Select:
-    query = sa.select(*(getattr(model, name) for name in by), model.count, model.amount).where(
+def _scoped(model: type, by: tuple[str, ...]) -> sa.Select:
+    return sa.select(*(getattr(model, name) for name in by), model.count, model.amount).where(
         model.account_id == sa.bindparam("account_id"), model.mode == sa.bindparam("mode")
     )
-    return query if paid is None else query.where(model.paid == sa.bindparam("paid"))
 
 
 def _add_figures(
@@ -393,8 +385,8 @@ def _add_figures(
 
 
 _PAID_PER_DAY = sa.union_all(
-    _in_days(PaymentDayPaidVolume, ("day", "currency"), None),
-    _in_days(PaymentTotalChange, ("day", "currency"), None).where(PaymentTotalChange.paid),
+    _in_days(PaymentDayPaidVolume, ("day", "currency")),
+    _in_days(PaymentTotalChange, ("day", "currency")).where(PaymentTotalChange.paid),
 )
 
 
