@@ -18,7 +18,8 @@ def committed_for_caller(service: Callable[..., Answer], /, *args, **kwargs) -> 
     """`service(account_id, mode, …)` for the API key's account and mode, with its work
     committed before the view answers (a read may change rows too, e.g. expire a charge)."""
     answer = service(g.account_id, g.api_key.mode, *args, **kwargs)
-    queueing.commit(db.session())
+    if db.session.registry.has():  # a read straight on the pool makes no session
+        queueing.commit(db.session())
     return answer
 
 

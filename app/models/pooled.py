@@ -30,7 +30,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import make_transient_to_detached
 
-from app.extensions import db
+from app.extensions import db, session_in_transaction
 
 Row = TypeVar("Row")
 Processor = Callable[[Any], Any] | None
@@ -46,6 +46,7 @@ class _Compiled:
     binds: dict[str, Processor]
     fixed: dict[str, object]  # the values the statement carries itself (`sa.literal`)
     results: tuple[Processor, ...]
+    typed: tuple[tuple[int, Callable[[Any], Any]], ...]  # (position, processor) of typed columns
 
 
 def first_row(statement: sa.Executable, values: dict[str, object]) -> tuple | None:
@@ -66,7 +67,7 @@ def all_rows(statement: sa.Executable, values: dict[str, object]) -> list[tuple]
 def _answer(statement: sa.Executable, values: dict[str, object], every_row: bool) -> list[tuple]:
     engine = db.engine
     compiled = _compiled(statement, engine.dialect)
-    if db.session().in_transaction():
+    if session_in_transaction():
         answer = db.session.execute(statement, values)
         if not compiled.results:
             return []
@@ -106,6 +107,10 @@ def _compiled(statement: sa.Executable, dialect: Dialect) -> _Compiled:
     compiled = statement.compile(dialect=dialect)
     if "POSTCOMPILE" in compiled.string:
         raise ValueError("a statement whose SQL is completed per execution cannot run pooled")
+    results = tuple(
+        column.type.dialect_impl(dialect).result_processor(dialect, None)
+        for column in statement.exported_columns
+    )
     return _Compiled(
         sql=compiled.string,
         positions=tuple(compiled.positiontup) if compiled.positional else None,
@@ -116,23 +121,25 @@ def _compiled(statement: sa.Executable, dialect: Dialect) -> _Compiled:
         fixed={
             name: bind.effective_value for name, bind in compiled.binds.items() if not bind.required
         },
-        results=tuple(
-            column.type.dialect_impl(dialect).result_processor(dialect, None)
-            for column in statement.exported_columns
+        results=results,
+        typed=tuple(
+            (position, process) for position, process in enumerate(results) if process is not None
         ),
     )
 
 
 def _typed(compiled: _Compiled, rows: list[tuple]) -> list[tuple]:
-    if not any(compiled.results):
+    """Rows with their columns typed as the session types them: only the few columns whose
+    type has a result processor (JSON, enums) are touched, not every column of a row."""
+    if not compiled.typed:
         return rows
-    return [
-        tuple(
-            process(value) if process else value
-            for process, value in zip(compiled.results, row, strict=True)
-        )
-        for row in rows
-    ]
+    answer = []
+    for row in rows:
+        values = list(row)
+        for position, process in compiled.typed:
+            values[position] = process(values[position])
+        answer.append(tuple(values))
+    return answer
 
 
 def _run(
