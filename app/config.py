@@ -192,9 +192,6 @@ def load_settings() -> dict:
     }
 
 
-POOL_RECYCLE_SECONDS = 1800  # a database connection is replaced once this old
-
-
 def engine_options(database_url: str) -> dict:
     """Connection settings per backend: a busy timeout for SQLite. A process keeps up to 10
     connections, at least one per gunicorn thread (8 a worker, deploy/gunicorn.conf.py), so a
@@ -203,7 +200,7 @@ def engine_options(database_url: str) -> dict:
     checkout without a round trip (`app.extensions._replace_dropped_connection`), not pinged."""
     if database_url.startswith("sqlite"):
         return {"connect_args": {"timeout": 30, "check_same_thread": False}}
-    return {"pool_recycle": POOL_RECYCLE_SECONDS, "pool_size": 10, "max_overflow": 5}
+    return {"pool_recycle": 1800, "pool_size": 10, "max_overflow": 5}
 
 
 def validate_config(config: dict) -> None:

@@ -223,16 +223,10 @@ def _replace_dropped_connection(dbapi_connection, _record, _proxy) -> None:
     fifth of a charge creation's time. Raising `DisconnectionError` makes the pool discard
     this connection and hand out another.
     """
-    if connection_dropped(dbapi_connection):
-        raise DisconnectionError("PostgreSQL closed this pooled connection while it was idle")
-
-
-def connection_dropped(dbapi_connection) -> bool:
-    """Did the server close this idle PostgreSQL connection (`_replace_dropped_connection`)?
-    Always False for another database's."""
     if not isinstance(dbapi_connection, PostgresConnection):
-        return False
-    return dbapi_connection.closed or _has_unread_data(dbapi_connection)
+        return
+    if dbapi_connection.closed or _has_unread_data(dbapi_connection):
+        raise DisconnectionError("PostgreSQL closed this pooled connection while it was idle")
 
 
 def _has_unread_data(connection: PostgresConnection) -> bool:

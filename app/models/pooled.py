@@ -1,4 +1,4 @@
-"""Lone statements run straight on a DBAPI connection in autocommit, for the hot
+"""Lone statements run straight on a pooled DBAPI connection in autocommit, for the hot
 paths (issue 22): the idempotency claim, the account's velocity count, the charge read by
 id (`detached_copy`), the stats' reads of the daily totals (`all_rows`), and a charge's new
 rows written with the idempotent answer that guards them (`write_if`, for
@@ -8,9 +8,8 @@ Through the session, such a statement spent about two thirds of its interpreter 
 SQLAlchemy's session, connection and execution machinery, around a statement PostgreSQL
 answers in microseconds. Here a statement, built once as a module constant or cached, is
 compiled once per dialect with SQLAlchemy's own bind and result processors, then sent on a
-connection in autocommit (no BEGIN or COMMIT round trip; on PostgreSQL the one the thread
-keeps for them, `_held_connection`): it commits as it runs, so it is for statements that
-need no transaction. Like
+connection taken from the engine's pool in autocommit (no BEGIN or COMMIT round trip): it
+commits as it runs, so it is for statements that need no transaction. Like
 `extensions.outside_transaction`, a transaction the session already has open is used as it
 is by `first_row` and `all_rows`: the statement then runs in it, through the session, sees
 its writes, commits nothing early and takes no second connection from the pool.
@@ -19,11 +18,7 @@ holds nothing it must see.
 """
 
 import json
-import threading
-import time
-import weakref
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from copy import copy
 from dataclasses import dataclass
 from datetime import date
@@ -34,10 +29,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import make_transient_to_detached
-from sqlalchemy.pool import PoolProxiedConnection
 
-from app.config import POOL_RECYCLE_SECONDS
-from app.extensions import connection_dropped, db, session_in_transaction
+from app.extensions import db, session_in_transaction
 
 Row = TypeVar("Row")
 Processor = Callable[[Any], Any] | None
@@ -152,101 +145,38 @@ def _typed(compiled: _Compiled, rows: list[tuple]) -> list[tuple]:
 def _run(
     engine: sa.Engine, compiled: _Compiled, values: dict[str, object], every_row: bool = False
 ) -> list[tuple]:
-    """The rows of `compiled` (the first only unless `every_row`), run on a connection in
-    autocommit (`_autocommit_connection`)."""
+    """The rows of `compiled` (the first only unless `every_row`), run in autocommit on a
+    connection from the pool. A failure discards that connection rather than pool it in
+    autocommit."""
     values = {**compiled.fixed, **values}
     parameters = {
         name: bind(values[name]) if bind else values[name] for name, bind in compiled.binds.items()
     }
     if compiled.positions is not None:
         parameters = [parameters[name] for name in compiled.positions]
-    dbapi_error = engine.dialect.loaded_dbapi.Error
+    dialect = engine.dialect
+    connection = engine.raw_connection()
     try:
-        with _autocommit_connection(engine) as connection:
-            cursor = connection.cursor()
-            cursor.execute(compiled.sql, parameters)
-            if not compiled.results:  # a write may answer no row
-                found = []
-            else:
-                found = cursor.fetchall() if every_row else cursor.fetchmany(1)
-            cursor.close()
-    except dbapi_error as error:
+        dialect.set_isolation_level(connection.dbapi_connection, "AUTOCOMMIT")
+        cursor = connection.cursor()
+        cursor.execute(compiled.sql, parameters)
+        if not compiled.results:  # a write may answer no row
+            found = []
+        else:
+            found = cursor.fetchall() if every_row else cursor.fetchmany(1)
+        cursor.close()
+        dialect.reset_isolation_level(connection.dbapi_connection)
+    except dialect.loaded_dbapi.Error as error:
+        connection.invalidate()
         raise sa.exc.DBAPIError.instance(
-            compiled.sql, parameters, error, dbapi_error
+            compiled.sql, parameters, error, dialect.loaded_dbapi.Error
         ) from error  # as the session raises it: an IntegrityError is one here too
-    return found
-
-
-@contextmanager
-def _autocommit_connection(engine: sa.Engine) -> Iterator[PoolProxiedConnection]:
-    """A connection in autocommit for one statement; a failure discards it.
-
-    On PostgreSQL it is the one this thread holds for the engine (`_held_connection`). Taking
-    a connection from the pool and switching it to autocommit and back was, under gunicorn's
-    threads, about 7 % of a charge creation's interpreter time for its two statements here
-    (issue 22). Elsewhere (SQLite) it comes from the pool as the session's do, so an
-    in-memory database is the same one."""
-    if engine.dialect.name == "postgresql":
-        try:
-            yield _held_connection(engine)
-        except BaseException:
-            _drop_held(engine)
-            raise
-        return
-    pooled = engine.raw_connection()
-    try:
-        engine.dialect.set_isolation_level(pooled.dbapi_connection, "AUTOCOMMIT")
-        yield pooled
-        engine.dialect.reset_isolation_level(pooled.dbapi_connection)
     except BaseException:
-        pooled.invalidate()  # rather than pool it in autocommit
+        connection.invalidate()
         raise
     finally:
-        pooled.close()
-
-
-@dataclass
-class _Held:
-    connection: PoolProxiedConnection  # detached: never returned to the pool, closed with it
-    since: float  # time.monotonic()
-
-
-class _HeldByThread(threading.local):
-    """Each thread's connection per engine; an engine's entry goes with the engine."""
-
-    def __init__(self) -> None:
-        self.by_engine: weakref.WeakKeyDictionary[sa.Engine, _Held] = weakref.WeakKeyDictionary()
-
-
-_HELD = _HeldByThread()
-
-
-def _held_connection(engine: sa.Engine) -> PoolProxiedConnection:
-    """This thread's connection to `engine`'s database, in autocommit for good: made through
-    the pool (its connect hooks run), then detached from it, so the pool never hands it to a
-    session. Replaced, as the pool replaces its own, when the server closed it while it sat
-    idle (`extensions.connection_dropped`, no round trip) or once it is older than the pool
-    keeps a connection. A gunicorn thread or a worker process holds one: they count beside
-    the pool's (`config.engine_options`)."""
-    held = _HELD.by_engine.get(engine)
-    if held is not None and (
-        connection_dropped(held.connection.dbapi_connection)
-        or time.monotonic() - held.since > POOL_RECYCLE_SECONDS
-    ):
-        _drop_held(engine)
-        held = None
-    if held is None:
-        connection = engine.raw_connection()
-        connection.detach()
-        engine.dialect.set_isolation_level(connection.dbapi_connection, "AUTOCOMMIT")
-        held = _HELD.by_engine[engine] = _Held(connection, time.monotonic())
-    return held.connection
-
-
-def _drop_held(engine: sa.Engine) -> None:
-    held = _HELD.by_engine.pop(engine, None)
-    if held is not None:
-        held.connection.close()
+        connection.close()
+    return found
 
 
 def write_if(

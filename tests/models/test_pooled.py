@@ -1,17 +1,15 @@
-"""`first_row`, `all_rows` and `detached_copy`: a statement run outside the session answers
+"""`first_row`, `all_rows` and `detached_copy`: a statement run straight on the pool answers
 exactly what the session would, commits as it runs, and never leaves a connection in
-autocommit for the next transaction: on PostgreSQL each thread keeps its own, apart from the
-pool."""
+autocommit for the next transaction."""
 
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date
 
 import pytest
 import sqlalchemy as sa
 
 from app.extensions import db
-from app.models import Account, KeyMode, Transaction, TransactionStatus, pooled
+from app.models import Account, KeyMode, Transaction, TransactionStatus
 from app.models.pooled import all_rows, detached_copy, first_row
 from tests.support import factories
 from tests.support.charges import created, pay, raw
@@ -76,7 +74,7 @@ def test_a_row_outside_the_scope_or_missing_is_none(app, client, account_id, api
         assert detached_copy(Transaction, "nope", account_id=account_id, mode=KeyMode.TEST) is None
 
 
-def test_the_read_runs_alone_in_autocommit_and_no_pooled_connection_is_left_in_autocommit(
+def test_the_read_runs_alone_in_autocommit_and_the_connection_goes_back_transactional(
     app, client, account_id, api_key
 ):
     charge_id = raw(created(client, api_key)["id"])
@@ -97,68 +95,31 @@ def test_the_read_runs_alone_in_autocommit_and_no_pooled_connection_is_left_in_a
                     Transaction, charge_id, account_id=account_id, mode=KeyMode.TEST
                 ),
             )
-            db.session.execute(sa.select(1))
-            assert not _autocommits(db.session.connection().connection.dbapi_connection)
     finally:
         sa.event.remove(engine, "checkin", note_checkin)
     assert opened == [False]
-    assert True not in checked_in
+    assert checked_in == [False]
 
 
-def test_a_failed_read_discards_its_connection(app, client, account_id, api_key, is_postgres):
+def test_a_failed_read_discards_its_connection(app, client, account_id, api_key):
     charge_id = raw(created(client, api_key)["id"])
     discarded = []
     with app.app_context():
         engine = db.engine
 
     def note_invalidated(_dbapi_connection, _record, error):
-        discarded.append("invalidated by the read" if error is None else "by the pool")
-
-    def note_closed(_dbapi_connection):
-        discarded.append("the thread's connection closed")
+        discarded.append(error is not None)
 
     sa.event.listen(engine, "invalidate", note_invalidated)
-    sa.event.listen(engine, "close_detached", note_closed)
     try:
         with app.app_context(), pytest.raises(Exception):  # noqa: B017 (the drivers differ: no object() is sent)
             detached_copy(Transaction, object(), account_id=account_id, mode=KeyMode.TEST)
     finally:
         sa.event.remove(engine, "invalidate", note_invalidated)
-        sa.event.remove(engine, "close_detached", note_closed)
-    held = "the thread's connection closed" if is_postgres else "invalidated by the read"
-    assert discarded == [held]
+    assert discarded == [False]  # invalidated by the read itself, not by the pool's error
     with app.app_context():
         copy = detached_copy(Transaction, charge_id, account_id=account_id, mode=KeyMode.TEST)
     assert copy.id == charge_id
-
-
-BACKEND = sa.select(sa.func.pg_backend_pid())
-
-
-def test_on_postgresql_a_thread_keeps_one_connection_for_its_reads_apart_from_the_pool(
-    app, is_postgres, monkeypatch
-):
-    if not is_postgres:
-        pytest.skip("PostgreSQL only: elsewhere each read takes a connection from the pool")
-    with app.app_context():
-        (first,) = first_row(BACKEND, {})
-        (again,) = first_row(BACKEND, {})
-        (in_session,) = db.session.execute(BACKEND).one()
-        db.session.rollback()
-    with ThreadPoolExecutor(1) as other:
-        (elsewhere,) = other.submit(_in_app, app, lambda: first_row(BACKEND, {})).result()
-    assert first == again
-    assert in_session != first and elsewhere != first
-
-    monkeypatch.setattr(pooled, "POOL_RECYCLE_SECONDS", -1)  # older than the pool keeps one
-    with app.app_context():
-        (recycled,) = first_row(BACKEND, {})
-    assert recycled != first
-
-
-def _in_app(app, call):
-    with app.app_context():
-        return call()
 
 
 def _autocommits(dbapi_connection) -> bool:
