@@ -8,7 +8,7 @@ from flask import g
 
 from app import queueing
 from app.errors import NotFound
-from app.extensions import db
+from app.extensions import existing_session
 from app.models import KeyMode
 
 Answer = TypeVar("Answer")
@@ -18,8 +18,9 @@ def committed_for_caller(service: Callable[..., Answer], /, *args, **kwargs) -> 
     """`service(account_id, mode, …)` for the API key's account and mode, with its work
     committed before the view answers (a read may change rows too, e.g. expire a charge)."""
     answer = service(g.account_id, g.api_key.mode, *args, **kwargs)
-    if db.session.registry.has():  # a read straight on the pool makes no session
-        queueing.commit(db.session())
+    session = existing_session()  # a read straight on the pool makes none
+    if session is not None:
+        queueing.commit(session)
     return answer
 
 

@@ -1,7 +1,8 @@
 """Requests the deployed stack must refuse, over HTTP only (issue 19): bodies nested too deep
-for Python's JSON parser, webhook URLs with blanks or control characters or a multicast host,
-and look-alike e-mail Pix keys. The same cases through the test client are in
-tests/api/test_json_nesting.py, test_webhook_urls.py and test_pix_email_lookalikes.py."""
+for Python's JSON parser, text with an escaped NUL or a lone surrogate, webhook URLs with
+blanks or control characters or a multicast host, and look-alike e-mail Pix keys. The same
+cases through the test client are in tests/api/test_json_nesting.py, test_errors.py,
+test_webhook_urls.py and test_pix_email_lookalikes.py."""
 
 import pytest
 import requests
@@ -45,6 +46,35 @@ def test_a_deeply_nested_body_is_a_400_without_a_traceback(deployed, route):
     assert "more than 64 levels deep" in error["message"]
     assert "Traceback" not in response.text
     assert "Traceback" not in deployed.log("web")[logged_before:]
+
+
+# A charge's description as raw JSON text: the escapes are the body's, not Python's.
+UNSTORABLE_DESCRIPTIONS = {
+    "nul": ("Pedido \\u0000 42", "NUL character"),
+    "lone-surrogate": ("Pedido \\ud800 42", "lone UTF-16 surrogate"),
+}
+
+
+@pytest.mark.parametrize(
+    "description,refusal", UNSTORABLE_DESCRIPTIONS.values(), ids=list(UNSTORABLE_DESCRIPTIONS)
+)
+def test_escaped_text_no_database_can_store_is_a_400(deployed, description, refusal):
+    body = f'{{"amount": 1500, "payment_method": "pix", "description": "{description}"}}'
+    response = deployed.api(
+        "POST", "/v1/charges", data=body, headers={"Content-Type": "application/json"}
+    )
+
+    assert refusal in _error(response, 400, "invalid_request")["message"]
+
+
+def test_an_escape_that_is_plain_text_is_kept(deployed):
+    body = '{"amount": 1500, "payment_method": "pix", "description": "Caf\\u00e9 \\ud83d\\ude00"}'
+    response = deployed.api(
+        "POST", "/v1/charges", data=body, headers={"Content-Type": "application/json"}
+    )
+
+    assert response.status_code == 201, response.text
+    assert response.json()["metadata"]["description"] == "Café \U0001f600"
 
 
 @pytest.mark.parametrize("url", BLANK_OR_CONTROL_URLS, ids=["crlf", "tab", "space"])

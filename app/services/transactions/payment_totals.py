@@ -257,7 +257,7 @@ class DayTotals:
         folded (a row per day and currency) with the pending changes, and added up here:
         grouping them in SQL and naming each row cost as much as the read for a year."""
         later = [(row, amount) for row, amount in self._created_later() if row.paid]
-        figures: dict[date, dict[str, tuple[int, int]]] = {}
+        figures: dict[date, dict[str, list[int]]] = {}
         for day, currency, count, amount in pooled.all_rows(_PAID_PER_DAY, self._scope(first_day)):
             _add_figures(figures, day, currency, count, amount)
         for row, amount in later:
@@ -367,21 +367,12 @@ def _scoped(model: type, by: tuple[str, ...]) -> sa.Select:
 
 
 def _add_figures(
-    figures: dict[date, dict[str, tuple[int, int]]],
-    day: date,
-    currency: str,
-    count: int,
-    amount: int,
+    figures: dict[date, dict[str, list[int]]], day: date, currency: str, count: int, amount: int
 ) -> None:
     """Add a count and an amount to a day's currency."""
-    currencies = figures.get(day)
-    if currencies is None:
-        figures[day] = {currency: (count, amount)}
-    elif currency in currencies:
-        known = currencies[currency]
-        currencies[currency] = (known[0] + count, known[1] + amount)
-    else:
-        currencies[currency] = (count, amount)
+    known = figures.setdefault(day, {}).setdefault(currency, [0, 0])
+    known[0] += count
+    known[1] += amount
 
 
 _PAID_PER_DAY = sa.union_all(
