@@ -1,8 +1,8 @@
 """Lone statements run straight on a pooled DBAPI connection in autocommit, for the hot
-paths (issue 22): the idempotency claim, the account's velocity count, the charge read by
-id (`detached_copy`), the stats' reads of the daily totals (`all_rows`), and a charge's new
-rows written with the idempotent answer that guards them (`write_if`, for
-`services.new_rows`).
+paths (issue 22): the idempotency claim (`own_transaction_row`), the account's velocity
+count, the charge read by id (`detached_copy`), the stats' reads of the daily totals
+(`all_rows`), and a charge's new rows written with the idempotent answer that guards them
+(`write_if`, for `services.new_rows`).
 
 Through the session, such a statement spent about two thirds of its interpreter time in
 SQLAlchemy's session, connection and execution machinery, around a statement PostgreSQL
@@ -55,6 +55,30 @@ def first_row(statement: sa.Executable, values: dict[str, object]) -> tuple | No
     it is compiled once per dialect."""
     found = _answer(statement, values, every_row=False)
     return found[0] if found else None
+
+
+def own_transaction_row(statement: sa.Executable, values: dict[str, object]) -> tuple | None:
+    """`first_row` for a write that must be a transaction of its own (the idempotency claim,
+    which may commit without waiting for the disk: `unflushed_commit`): always run alone on a
+    pooled connection, never inside a transaction the session has open."""
+    engine = db.engine
+    compiled = _compiled(statement, engine.dialect)
+    found = _typed(compiled, _run(engine, compiled, values))
+    return found[0] if found else None
+
+
+def unflushed_commit() -> sa.CTE:
+    """A one-row CTE for a PostgreSQL write to take its values from, so that the write's own
+    transaction commits without waiting for its WAL to reach the disk (`synchronous_commit`
+    off for that transaction alone, as PostgreSQL allows per transaction).
+
+    For a row whose loss in a database crash costs nothing: visible to every other session as
+    soon as it commits, like any row, and durable once any later commit is (the WAL is flushed
+    in order). Run it with `own_transaction_row`: in a transaction the session has open, the
+    setting would reach every write of that transaction."""
+    return sa.select(
+        sa.func.set_config("synchronous_commit", "off", sa.true()).label("setting")
+    ).cte("unflushed_commit")
 
 
 def all_rows(statement: sa.Executable, values: dict[str, object]) -> list[tuple]:

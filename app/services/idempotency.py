@@ -80,7 +80,7 @@ def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
     trips around it): an INSERT that does nothing when the key is taken."""
     token = str(uuid.uuid4())
     queueing.commit(db.session())  # ends a read authentication began
-    claimed = pooled.first_row(
+    claimed = pooled.own_transaction_row(
         _claim_statement(db.engine.dialect.name),
         {
             "new_key_id": new_id(),
@@ -172,21 +172,37 @@ _KEYS = IdempotencyKey.__table__
 def _claim_statement(dialect: str) -> sa.Insert:
     """`claim`'s INSERT, on the table and built once per dialect (`insert_for` writes the one
     `dialect` names) with its values as parameters: building and hashing it per request was
-    a third of the claim."""
-    return (
-        insert_for(_KEYS, dialect)
-        .values(
-            id=sa.bindparam("new_key_id"),
-            account_id=sa.bindparam("claimed_account"),
-            scope=sa.bindparam("claimed_scope"),
-            key=sa.bindparam("claimed_key"),
-            request_hash=sa.bindparam("claimed_hash"),
-            lock_token=sa.bindparam("token"),
-            locked_at=sa.bindparam("claimed_at"),
-            created_at=sa.bindparam("claimed_at"),
+    a third of the claim.
+
+    On PostgreSQL the claim commits without waiting for the disk (`pooled.unflushed_commit`):
+    half the claim's time went into that wait. A claim lost in a database crash costs nothing:
+    its request fails with the crash (the answer's UPDATE finds no claim and stores nothing),
+    and the client's retry claims the key anew. Whenever an answer is durable, so is its
+    claim, written to the log before it. Others see the claim as soon as it commits, so two
+    requests still cannot both hold a key."""
+    claimed = {
+        "id": "new_key_id",
+        "account_id": "claimed_account",
+        "scope": "claimed_scope",
+        "key": "claimed_key",
+        "request_hash": "claimed_hash",
+        "lock_token": "token",
+        "locked_at": "claimed_at",
+        "created_at": "claimed_at",
+    }
+    values = {
+        column: sa.bindparam(name, type_=_KEYS.c[column].type) for column, name in claimed.items()
+    }
+    insert = insert_for(_KEYS, dialect)
+    if dialect == "postgresql":
+        unflushed = pooled.unflushed_commit()
+        insert = insert.from_select(
+            list(values), sa.select(*values.values()).select_from(unflushed)
         )
-        .on_conflict_do_nothing(index_elements=["account_id", "scope", "key"])
-        .returning(_KEYS.c.id)
+    else:
+        insert = insert.values(**values)
+    return insert.on_conflict_do_nothing(index_elements=["account_id", "scope", "key"]).returning(
+        _KEYS.c.id
     )
 
 

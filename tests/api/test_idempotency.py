@@ -150,12 +150,54 @@ def test_a_claim_abandoned_by_a_crashed_process_is_taken_over(app, client, owner
 def test_a_claim_commits_by_itself_with_no_transaction_around_it(app, client, api_key):
     """The claim's INSERT runs in autocommit: committed as it runs, with no BEGIN before it
     and no COMMIT after it (two round trips fewer for every financial write)."""
-    claim = f"INSERT INTO {IdempotencyKey.__tablename__} "
+    claim = (f"INSERT INTO {IdempotencyKey.__tablename__} ", "WITH unflushed_commit ")
     response, opened = open_after(
         app, claim, lambda: _post(client, api_key, "autocommitted-1", {"amount": 1})
     )
     assert response.status_code == 201
     assert opened == [False]
+
+
+@pytest.mark.postgres
+def test_only_the_claim_commits_without_waiting_for_the_disk(app, client, api_key):
+    """On PostgreSQL the claim's transaction has `synchronous_commit` off; the charge and the
+    answer written after it commit as every other transaction does, on the same pool."""
+    setting_at_insert = """
+        CREATE TABLE commit_settings_seen (table_name text, setting text);
+        CREATE FUNCTION note_commit_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO commit_settings_seen
+            VALUES (TG_TABLE_NAME, current_setting('synchronous_commit'));
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER note_claim BEFORE INSERT ON idempotency_keys
+            FOR EACH ROW EXECUTE FUNCTION note_commit_setting();
+        CREATE TRIGGER note_charge BEFORE INSERT ON transactions
+            FOR EACH ROW EXECUTE FUNCTION note_commit_setting();
+    """
+    with app.app_context(), db.engine.begin() as connection:
+        connection.exec_driver_sql(setting_at_insert)
+    try:
+        for key in ("unflushed-1", "unflushed-2"):
+            response = client.post(
+                "/v1/charges",
+                headers={"apikey": api_key, "Idempotency-Key": key},
+                json={"amount": 1500, "payment_method": "pix"},
+            )
+            assert response.status_code == 201
+        with app.app_context(), db.engine.connect() as connection:
+            seen = connection.exec_driver_sql(
+                "SELECT table_name, setting FROM commit_settings_seen"
+            ).all()
+            assert connection.exec_driver_sql("SHOW synchronous_commit").scalar() == "on"
+    finally:
+        with app.app_context(), db.engine.begin() as connection:
+            connection.exec_driver_sql(
+                "DROP TRIGGER note_claim ON idempotency_keys;"
+                "DROP TRIGGER note_charge ON transactions;"
+                "DROP FUNCTION note_commit_setting(); DROP TABLE commit_settings_seen;"
+            )
+    assert sorted(seen) == [("idempotency_keys", "off")] * 2 + [("transactions", "on")] * 2
 
 
 def test_prune_job_forgets_keys_after_the_retention_period(app, client, api_key):

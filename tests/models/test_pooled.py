@@ -1,4 +1,5 @@
-"""`first_row`, `all_rows` and `detached_copy`: a statement run straight on the pool answers
+"""`first_row`, `all_rows`, `own_transaction_row` and `detached_copy`: a statement run
+straight on the pool answers
 exactly what the session would, commits as it runs, and never leaves a connection in
 autocommit for the next transaction."""
 
@@ -10,7 +11,7 @@ import sqlalchemy as sa
 
 from app.extensions import db
 from app.models import Account, KeyMode, Transaction, TransactionStatus
-from app.models.pooled import all_rows, detached_copy, first_row
+from app.models.pooled import all_rows, detached_copy, first_row, own_transaction_row
 from tests.support import factories
 from tests.support.charges import created, pay, raw
 from tests.support.rows import update_row
@@ -173,6 +174,24 @@ def test_inside_an_open_transaction_it_runs_there_and_sees_what_that_wrote(
         db.session.rollback()
         assert detached_copy(Transaction, charge_id, **scope).customer_name is None
         assert db.session.get(Account, account_id).name == "Padaria São João"  # nothing early
+
+
+@pytest.mark.postgres  # SQLite would wait for the session's write lock
+def test_a_write_of_its_own_commits_alone_while_the_session_has_a_transaction_open(
+    app, client, account_id, api_key
+):
+    """`own_transaction_row` never joins the session's transaction: the session rolls back
+    its own write, and the one run alone stays committed."""
+    charge_id = raw(created(client, api_key)["id"])
+    with app.app_context():
+        db.session.execute(
+            sa.update(Transaction).where(Transaction.id == charge_id).values(customer_name="Ana")
+        )
+        assert own_transaction_row(RENAME, {"account": account_id, "new_name": "Nova"}) is None
+        db.session.rollback()
+    with app.app_context():
+        assert db.session.get(Account, account_id).name == "Nova"
+        assert db.session.get(Transaction, charge_id).customer_name is None
 
 
 # Several rows, ordered, with columns the session types.

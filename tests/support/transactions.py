@@ -16,9 +16,12 @@ from sqlalchemy.pool import _ConnectionFairy
 Answer = TypeVar("Answer")
 
 
-def open_after(app, statement_start: str, call: Callable[[], Answer]) -> tuple[Answer, list[bool]]:
-    """What `call` returns, and for each statement beginning with `statement_start` that it
-    runs, whether a transaction was open on its connection just after it ran."""
+def open_after(
+    app, statement_start: str | tuple[str, ...], call: Callable[[], Answer]
+) -> tuple[Answer, list[bool]]:
+    """What `call` returns, and for each statement beginning with `statement_start` (or with
+    one of them) that it runs, whether a transaction was open on its connection just after
+    it ran."""
     found = []
     pooled_cursor = _ConnectionFairy.cursor
 
@@ -34,7 +37,7 @@ class _Recording:
     """A driver's cursor whose `execute` notes whether a transaction is open on its
     connection after each statement beginning with `start`; every other use goes through."""
 
-    def __init__(self, cursor, pooled, start: str, found: list[bool]):
+    def __init__(self, cursor, pooled, start: str | tuple[str, ...], found: list[bool]):
         self._cursor, self._pooled, self._start, self._found = cursor, pooled, start, found
 
     def execute(self, statement, *args, **kwargs):
