@@ -1,5 +1,5 @@
 """Lone statements run straight on a pooled DBAPI connection in autocommit, for the hot
-paths (issue 22): the idempotency claim (`own_transaction_row`), the account's velocity
+paths (issue 22): the idempotency claim (`unflushed_commit`), the account's velocity
 count, the charge read by id (`detached_copy`), the stats' reads of the daily totals
 (`all_rows`), and a charge's new rows written with the idempotent answer that guards them
 (`write_if`, for `services.new_rows`).
@@ -12,9 +12,9 @@ connection taken from the engine's pool in autocommit (no BEGIN or COMMIT round 
 commits as it runs, so it is for statements that need no transaction. Like
 `extensions.outside_transaction`, a transaction the session already has open is used as it
 is by `first_row` and `all_rows`: the statement then runs in it, through the session, sees
-its writes, commits nothing early and takes no second connection from the pool.
-`write_if` always runs on its own connection: its caller has checked that the session
-holds nothing it must see.
+its writes, commits nothing early and takes no second connection from the pool; a write
+that commits unflushed (`unflushed_commit`) is refused there. `write_if` always runs on its
+own connection: its caller has checked that the session holds nothing it must see.
 """
 
 import json
@@ -47,6 +47,7 @@ class _Compiled:
     fixed: dict[str, object]  # the values the statement carries itself (`sa.literal`)
     results: tuple[Processor, ...]
     typed: tuple[tuple[int, Callable[[Any], Any]], ...]  # (position, processor) of typed columns
+    unflushed: bool  # takes its values from `unflushed_commit`
 
 
 def first_row(statement: sa.Executable, values: dict[str, object]) -> tuple | None:
@@ -57,28 +58,18 @@ def first_row(statement: sa.Executable, values: dict[str, object]) -> tuple | No
     return found[0] if found else None
 
 
-def own_transaction_row(statement: sa.Executable, values: dict[str, object]) -> tuple | None:
-    """`first_row` for a write that must be a transaction of its own (the idempotency claim,
-    which may commit without waiting for the disk: `unflushed_commit`): always run alone on a
-    pooled connection, never inside a transaction the session has open."""
-    engine = db.engine
-    compiled = _compiled(statement, engine.dialect)
-    found = _typed(compiled, _run(engine, compiled, values))
-    return found[0] if found else None
+UNFLUSHED_COMMIT = "unflushed_commit"
 
 
 def unflushed_commit() -> sa.CTE:
     """A one-row CTE for a PostgreSQL write to take its values from, so that the write's own
     transaction commits without waiting for its WAL to reach the disk (`synchronous_commit`
-    off for that transaction alone, as PostgreSQL allows per transaction).
-
-    For a row whose loss in a database crash costs nothing: visible to every other session as
-    soon as it commits, like any row, and durable once any later commit is (the WAL is flushed
-    in order). Run it with `own_transaction_row`: in a transaction the session has open, the
-    setting would reach every write of that transaction."""
+    off for that transaction alone): for a row whose loss in a database crash costs nothing
+    (the idempotency claim: docs/decisions.md). `first_row` and `all_rows` refuse to run it
+    in a transaction the session has open, where the setting would reach every write."""
     return sa.select(
         sa.func.set_config("synchronous_commit", "off", sa.true()).label("setting")
-    ).cte("unflushed_commit")
+    ).cte(UNFLUSHED_COMMIT)
 
 
 def all_rows(statement: sa.Executable, values: dict[str, object]) -> list[tuple]:
@@ -92,6 +83,8 @@ def _answer(statement: sa.Executable, values: dict[str, object], every_row: bool
     engine = db.engine
     compiled = _compiled(statement, engine.dialect)
     if session_in_transaction():
+        if compiled.unflushed:
+            raise ValueError("a write that commits unflushed must be a transaction of its own")
         answer = db.session.execute(statement, values)
         if not compiled.results:
             return []
@@ -149,6 +142,7 @@ def _compiled(statement: sa.Executable, dialect: Dialect) -> _Compiled:
         typed=tuple(
             (position, process) for position, process in enumerate(results) if process is not None
         ),
+        unflushed=f"{UNFLUSHED_COMMIT} AS" in compiled.string,
     )
 
 

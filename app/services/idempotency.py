@@ -80,7 +80,7 @@ def claim(account_id: str, scope: str, key: str, request_hash: str) -> Claim:
     trips around it): an INSERT that does nothing when the key is taken."""
     token = str(uuid.uuid4())
     queueing.commit(db.session())  # ends a read authentication began
-    claimed = pooled.own_transaction_row(
+    claimed = pooled.first_row(
         _claim_statement(db.engine.dialect.name),
         {
             "new_key_id": new_id(),
@@ -172,14 +172,9 @@ _KEYS = IdempotencyKey.__table__
 def _claim_statement(dialect: str) -> sa.Insert:
     """`claim`'s INSERT, on the table and built once per dialect (`insert_for` writes the one
     `dialect` names) with its values as parameters: building and hashing it per request was
-    a third of the claim.
-
-    On PostgreSQL the claim commits without waiting for the disk (`pooled.unflushed_commit`):
-    half the claim's time went into that wait. A claim lost in a database crash costs nothing:
-    its request fails with the crash (the answer's UPDATE finds no claim and stores nothing),
-    and the client's retry claims the key anew. Whenever an answer is durable, so is its
-    claim, written to the log before it. Others see the claim as soon as it commits, so two
-    requests still cannot both hold a key."""
+    a third of the claim. On PostgreSQL the claim commits without waiting for the disk
+    (`pooled.unflushed_commit`): a claim lost in a database crash costs nothing
+    (docs/decisions.md, Idempotency)."""
     claimed = {
         "id": "new_key_id",
         "account_id": "claimed_account",

@@ -1,17 +1,18 @@
-"""`first_row`, `all_rows`, `own_transaction_row` and `detached_copy`: a statement run
-straight on the pool answers
+"""`first_row`, `all_rows` and `detached_copy`: a statement run straight on the pool answers
 exactly what the session would, commits as it runs, and never leaves a connection in
-autocommit for the next transaction."""
+autocommit for the next transaction; one that commits unflushed runs only alone."""
 
 import sqlite3
 from datetime import UTC, date
+from unittest import mock
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.pool import _ConnectionFairy
 
 from app.extensions import db
 from app.models import Account, KeyMode, Transaction, TransactionStatus
-from app.models.pooled import all_rows, detached_copy, first_row, own_transaction_row
+from app.models.pooled import all_rows, detached_copy, first_row, unflushed_commit
 from tests.support import factories
 from tests.support.charges import created, pay, raw
 from tests.support.rows import update_row
@@ -176,22 +177,31 @@ def test_inside_an_open_transaction_it_runs_there_and_sees_what_that_wrote(
         assert db.session.get(Account, account_id).name == "Padaria São João"  # nothing early
 
 
-@pytest.mark.postgres  # SQLite would wait for the session's write lock
-def test_a_write_of_its_own_commits_alone_while_the_session_has_a_transaction_open(
-    app, client, account_id, api_key
-):
-    """`own_transaction_row` never joins the session's transaction: the session rolls back
-    its own write, and the one run alone stays committed."""
-    charge_id = raw(created(client, api_key)["id"])
+# A read that commits unflushed: what `set_config` answered in its transaction.
+UNFLUSHED_SETTING = sa.select(sa.literal_column("setting")).select_from(unflushed_commit())
+
+
+@pytest.mark.postgres  # synchronous_commit is PostgreSQL's
+def test_a_statement_that_commits_unflushed_runs_only_alone(app, account_id):
+    """Alone, the setting holds for its own transaction and its connection keeps the server's;
+    in the session's open transaction it would reach every write there, so it is refused."""
+    connections = []
+    cursor = _ConnectionFairy.cursor
+
+    def noting(pooled, *args, **kwargs):
+        connections.append(pooled.dbapi_connection)
+        return cursor(pooled, *args, **kwargs)
+
     with app.app_context():
-        db.session.execute(
-            sa.update(Transaction).where(Transaction.id == charge_id).values(customer_name="Ana")
-        )
-        assert own_transaction_row(RENAME, {"account": account_id, "new_name": "Nova"}) is None
+        with mock.patch.object(_ConnectionFairy, "cursor", noting):
+            assert first_row(UNFLUSHED_SETTING, {}) == ("off",)
+        [connection] = connections
+        assert connection.execute("SHOW synchronous_commit").fetchone() == ("on",)
+        connection.rollback()
+        db.session.get(Account, account_id)  # the read begins the session's transaction
+        with pytest.raises(ValueError, match="transaction of its own"):
+            first_row(UNFLUSHED_SETTING, {})
         db.session.rollback()
-    with app.app_context():
-        assert db.session.get(Account, account_id).name == "Nova"
-        assert db.session.get(Transaction, charge_id).customer_name is None
 
 
 # Several rows, ordered, with columns the session types.
